@@ -1,0 +1,155 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/warden-dev/warden/app/audit"
+	"github.com/warden-dev/warden/app/events"
+	"github.com/warden-dev/warden/app/resource"
+)
+
+// Store is the storage interface of Warden. Every method that touches tenant
+// data is scoped to exactly one tenant; a driver must refuse an empty tenant
+// with ErrNoTenant. The Postgres driver additionally enforces the scope with
+// row-level security.
+type Store interface {
+	// View runs fn in a read-only transaction scoped to tenant.
+	View(ctx context.Context, tenant string, fn func(ctx context.Context, tx Reader) error) error
+	// Update runs fn in a read-write transaction scoped to tenant. The
+	// transaction commits when fn returns nil and rolls back otherwise, so a
+	// multi-document apply is all or nothing.
+	Update(ctx context.Context, tenant string, fn func(ctx context.Context, tx Tx) error) error
+
+	// ChangesSince returns change-log entries of tenant with a resource
+	// version greater than after, oldest first, at most limit of them. It
+	// answers ErrGone when after is older than the retained history.
+	ChangesSince(ctx context.Context, tenant string, after int64, limit int) ([]Change, error)
+	// ChangesCompact drops change-log entries of tenant older than keep
+	// entries behind the newest, moving the retained-history floor.
+	ChangesCompact(ctx context.Context, tenant string, keep int) error
+	// Listen calls fn, without blocking the writer, after every commit that
+	// appended to a tenant's change log, on this process or (for shared
+	// backends) on any replica. The returned function stops the calls.
+	Listen(fn func(tenant string)) (stop func())
+
+	// APIKeyLookup finds an API key by the SHA-256 hex of its secret, across
+	// tenants. It is the only cross-tenant read and returns ErrNotFound for
+	// unknown or revoked keys.
+	APIKeyLookup(ctx context.Context, secretHash string) (*APIKey, error)
+
+	// Close releases the driver's resources.
+	Close() error
+}
+
+// Reader is the read side of a transaction bound to one tenant.
+type Reader interface {
+	// ResourceGet returns one resource or ErrNotFound.
+	ResourceGet(ctx context.Context, key resource.Key) (*resource.Object, error)
+	// ResourceList returns one page of resources matching params.
+	ResourceList(ctx context.Context, params ListParams) (*ListResult, error)
+	// EventList returns persisted events with a sequence greater than after.
+	EventList(ctx context.Context, after int64, limit int) ([]events.Event, error)
+	// AuditList returns audit records in chain order, filtered.
+	AuditList(ctx context.Context, params AuditListParams) ([]audit.Record, error)
+	// CurrentVersion returns the tenant's newest resource version.
+	CurrentVersion(ctx context.Context) (int64, error)
+}
+
+// Tx is a read-write transaction bound to one tenant.
+type Tx interface {
+	Reader
+	// ResourceCreate stores a new resource. The driver sets uid,
+	// resourceVersion, generation 1 and creationTimestamp, appends an ADDED
+	// change and returns the stored object. ErrAlreadyExists if it exists.
+	ResourceCreate(ctx context.Context, obj *resource.Object) (*resource.Object, error)
+	// ResourceUpdate replaces spec, labels and annotations of an existing
+	// resource, keeping its status. A non-empty obj.Metadata.ResourceVersion
+	// is a precondition (ErrConflict when stale). Generation moves by one
+	// only when the spec changes; an update that changes nothing returns the
+	// stored object without a new version or change entry.
+	ResourceUpdate(ctx context.Context, obj *resource.Object) (*resource.Object, error)
+	// ResourceUpdateStatus replaces the status subresource only. A non-empty
+	// resourceVersion is a precondition.
+	ResourceUpdateStatus(ctx context.Context, key resource.Key, status map[string]any, resourceVersion string) (*resource.Object, error)
+	// ResourceDelete removes a resource, appending a DELETED change that
+	// carries its last state. A non-empty resourceVersion is a precondition.
+	ResourceDelete(ctx context.Context, key resource.Key, resourceVersion string) (*resource.Object, error)
+	// EventInsert appends an internal event to the persisted event log.
+	EventInsert(ctx context.Context, ev events.Event) (events.Event, error)
+	// AuditInsert appends a record to the tenant's hash-chained audit log,
+	// filling Seq, PrevHash and Hash.
+	AuditInsert(ctx context.Context, rec audit.Record) (audit.Record, error)
+	// APIKeyInsert stores an API key (only its hash).
+	APIKeyInsert(ctx context.Context, key APIKey) error
+}
+
+// ListParams selects one page of a list.
+type ListParams struct {
+	// Kind is required.
+	Kind string
+	// Namespace limits the list to one namespace; empty lists all.
+	Namespace string
+	// Selector filters by labels and fields; nil matches everything.
+	Selector *resource.Selector
+	// Limit is the page size; the driver caps it at MaxPageSize and uses
+	// DefaultPageSize when zero.
+	Limit int
+	// Continue is the opaque token of the previous page.
+	Continue string
+}
+
+// Page sizes of lists.
+const (
+	DefaultPageSize = 100
+	MaxPageSize     = 1000
+)
+
+// ListResult is one page.
+type ListResult struct {
+	Items []*resource.Object
+	// Continue is empty on the last page.
+	Continue string
+	// ResourceVersion is the tenant's version at the time of the read.
+	ResourceVersion string
+}
+
+// Change types of the change log and the watch stream.
+const (
+	ChangeAdded    = "ADDED"
+	ChangeModified = "MODIFIED"
+	ChangeDeleted  = "DELETED"
+)
+
+// Change is one change-log entry.
+type Change struct {
+	ResourceVersion int64
+	Type            string
+	Object          *resource.Object
+}
+
+// AuditListParams filters an audit listing.
+type AuditListParams struct {
+	After     int64
+	Limit     int
+	Actor     string
+	Namespace string
+	Verb      string
+	Since     time.Time
+}
+
+// APIKey is a stored API key. The secret itself is never stored.
+type APIKey struct {
+	ID         string
+	Tenant     string
+	Name       string
+	SecretHash string
+	// Namespace scopes the key; "*" means every namespace of the tenant.
+	Namespace string
+	Role      string
+	// Agent binds the key to one agent (workload keys); empty otherwise.
+	Agent     string
+	CreatedAt time.Time
+	ExpiresAt *time.Time
+	RevokedAt *time.Time
+}
