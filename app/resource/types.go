@@ -1,0 +1,787 @@
+package resource
+
+// Typed views of every kind's spec (and status where the system writes one),
+// as documented in docs/resources.md. Objects keep spec as a generic map;
+// obtain a typed view with DecodeSpec[T] and turn one back with ToMap.
+
+// Side-effect classes of a Tool (SPEC.md "Side-effect classes").
+const (
+	SideEffectReadOnly      = "read_only"
+	SideEffectLocalWrite    = "local_write"
+	SideEffectExternalWrite = "external_write"
+	SideEffectFinancial     = "financial"
+	SideEffectCommunication = "communication"
+	SideEffectCodeExecution = "code_execution"
+	SideEffectPrivileged    = "privileged"
+)
+
+// SideEffectClasses returns every side-effect class in SPEC.md's order.
+func SideEffectClasses() []string {
+	return []string{
+		SideEffectReadOnly, SideEffectLocalWrite, SideEffectExternalWrite,
+		SideEffectFinancial, SideEffectCommunication, SideEffectCodeExecution,
+		SideEffectPrivileged,
+	}
+}
+
+// DefaultRequiresApproval reports whether a tool of the given side-effect
+// class needs approval when neither the Tool nor a policy says otherwise:
+// true for financial, privileged and communication.
+func DefaultRequiresApproval(class string) bool {
+	switch class {
+	case SideEffectFinancial, SideEffectPrivileged, SideEffectCommunication:
+		return true
+	}
+	return false
+}
+
+// DefaultTraceSensitivity returns the trace sensitivity of a side-effect
+// class when the Tool names none: high for financial, privileged and
+// communication, medium for external_write and code_execution, else low.
+func DefaultTraceSensitivity(class string) string {
+	switch class {
+	case SideEffectFinancial, SideEffectPrivileged, SideEffectCommunication:
+		return "high"
+	case SideEffectExternalWrite, SideEffectCodeExecution:
+		return "medium"
+	}
+	return "low"
+}
+
+// ModelRouteID returns the route id of a model, "<provider>:<model>".
+func ModelRouteID(provider, model string) string { return provider + ":" + model }
+
+// Tool sources.
+const (
+	ToolSourceFunction = "function"
+	ToolSourceREST     = "rest"
+	ToolSourceMCP      = "mcp"
+	ToolSourceOS       = "os"
+)
+
+// MCP server transports.
+const (
+	MCPTransportHTTP  = "http"
+	MCPTransportStdio = "stdio"
+)
+
+// Policy hooks.
+const (
+	HookPreflight       = "preflight"
+	HookToolCallRequest = "toolCallRequest"
+	HookToolCallResult  = "toolCallResult"
+	HookModelCall       = "modelCall"
+)
+
+// Policy rule actions.
+const (
+	ActionAllow           = "allow"
+	ActionDeny            = "deny"
+	ActionModify          = "modify"
+	ActionRequireApproval = "require_approval"
+)
+
+// ToolCall phases (DESIGN.md "Tool gateway").
+const (
+	ToolCallPending          = "Pending"
+	ToolCallAwaitingApproval = "AwaitingApproval"
+	ToolCallRunning          = "Running"
+	ToolCallSucceeded        = "Succeeded"
+	ToolCallFailed           = "Failed"
+	ToolCallDenied           = "Denied"
+	ToolCallCancelled        = "Cancelled"
+	ToolCallExpired          = "Expired"
+)
+
+// Approval statuses, used both in ToolCall spec.approval.status and in
+// Approval status.status.
+const (
+	ApprovalNotRequired = "not_required"
+	ApprovalPending     = "pending"
+	ApprovalApproved    = "approved"
+	ApprovalDenied      = "denied"
+	ApprovalExpired     = "expired"
+	ApprovalOverridden  = "overridden"
+)
+
+// Execution phases.
+const (
+	ExecutionPending   = "Pending"
+	ExecutionScheduled = "Scheduled"
+	ExecutionRunning   = "Running"
+	ExecutionSucceeded = "Succeeded"
+	ExecutionFailed    = "Failed"
+	ExecutionCancelled = "Cancelled"
+)
+
+// LocalRef is a reference to another resource of the same namespace.
+type LocalRef struct {
+	// Name is the referenced resource's metadata.name.
+	Name string `json:"name"`
+}
+
+// SecretKeyRef names one key of a Secret in the same namespace.
+type SecretKeyRef struct {
+	// Name is the Secret's name.
+	Name string `json:"name"`
+	// Key is the key inside the Secret's data.
+	Key string `json:"key"`
+}
+
+// Condition is one observation of a resource's state, as in Kubernetes.
+type Condition struct {
+	// Type is the condition's type, e.g. "Compiled".
+	Type string `json:"type"`
+	// Status is "True", "False" or "Unknown".
+	Status string `json:"status"`
+	// Reason is a CamelCase machine-readable reason.
+	Reason string `json:"reason,omitempty"`
+	// Message says what happened in words.
+	Message string `json:"message,omitempty"`
+	// LastTransitionTime is an RFC 3339 UTC timestamp.
+	LastTransitionTime string `json:"lastTransitionTime,omitempty"`
+}
+
+// AgentSpec is the spec of an Agent.
+type AgentSpec struct {
+	// Description says what the agent does.
+	Description string `json:"description,omitempty"`
+	// Framework names the framework adapter that runs the agent.
+	Framework AgentFramework `json:"framework"`
+	// SystemPrompt is the agent's system prompt.
+	SystemPrompt string `json:"systemPrompt,omitempty"`
+	// ModelRoute names the Models the agent may call, in order.
+	ModelRoute AgentModelRoute `json:"modelRoute"`
+	// Requires lists the capabilities the agent needs from its models.
+	Requires *AgentRequires `json:"requires,omitempty"`
+	// Tools are the Tools the agent may call.
+	Tools []AgentTool `json:"tools,omitempty"`
+	// MCPServers are the MCP servers the agent may reach.
+	MCPServers []LocalRef `json:"mcpServers,omitempty"`
+	// Memory binds Memory resources to the agent.
+	Memory *AgentMemory `json:"memory,omitempty"`
+	// Policies are names of Policies bound explicitly.
+	Policies []string `json:"policies,omitempty"`
+}
+
+// AgentFramework identifies the framework adapter of an Agent.
+type AgentFramework struct {
+	// Adapter is the adapter id, e.g. "langgraph".
+	Adapter string `json:"adapter"`
+	// Version is the adapter image tag; default "latest".
+	Version string `json:"version,omitempty"`
+	// Image overrides the adapter image; default
+	// "ghcr.io/warden-dev/adapter-<adapter>:<version>".
+	Image string `json:"image,omitempty"`
+}
+
+// AgentModelRoute names an Agent's primary Model and its fallbacks.
+type AgentModelRoute struct {
+	// Primary is the name of a Model.
+	Primary string `json:"primary"`
+	// Fallback are names of Models tried in order.
+	Fallback []string `json:"fallback,omitempty"`
+}
+
+// AgentRequires lists the model capabilities an Agent needs.
+type AgentRequires struct {
+	// ToolUse is true when the agent calls tools; defaulted from spec.tools.
+	ToolUse bool `json:"toolUse,omitempty"`
+	// Streaming requires streaming responses.
+	Streaming bool `json:"streaming,omitempty"`
+	// Vision requires image input.
+	Vision bool `json:"vision,omitempty"`
+	// JSONMode requires structured JSON output.
+	JSONMode bool `json:"jsonMode,omitempty"`
+	// MinContextWindow is the smallest acceptable context window in tokens.
+	MinContextWindow int64 `json:"minContextWindow,omitempty"`
+}
+
+// AgentTool is one Tool an Agent may call.
+type AgentTool struct {
+	// Name is the Tool's name, "<system>.<action>".
+	Name string `json:"name"`
+	// RequiresApproval, when set, overrides the Tool's default.
+	RequiresApproval *bool `json:"requiresApproval,omitempty"`
+}
+
+// AgentMemory binds Memory resources to an Agent.
+type AgentMemory struct {
+	// Working is the name of the working Memory.
+	Working string `json:"working,omitempty"`
+}
+
+// AgentStatus is the status of an Agent.
+type AgentStatus struct {
+	// CompiledManifest is the name of the newest manifest, "<agent>-g<N>".
+	CompiledManifest string `json:"compiledManifest,omitempty"`
+	// ObservedGeneration is the generation the status describes.
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions are the agent's conditions.
+	Conditions []Condition `json:"conditions,omitempty"`
+}
+
+// ModelSpec is the spec of a Model.
+type ModelSpec struct {
+	// Provider is the provider id, e.g. "openai".
+	Provider string `json:"provider"`
+	// Model is the provider's model id, e.g. "gpt-4o".
+	Model string `json:"model"`
+	// Endpoint is the provider's base URL; empty means the provider default.
+	Endpoint string `json:"endpoint,omitempty"`
+	// APIKeySecretRef names the Secret key holding the API key.
+	APIKeySecretRef *SecretKeyRef `json:"apiKeySecretRef,omitempty"`
+	// Capabilities are what the model can do.
+	Capabilities ModelCapabilities `json:"capabilities,omitzero"`
+	// Cost is the price of the model's tokens.
+	Cost ModelCost `json:"cost,omitzero"`
+}
+
+// ModelCapabilities are what a Model can do.
+type ModelCapabilities struct {
+	// ToolUse is true when the model can call tools.
+	ToolUse bool `json:"toolUse,omitempty"`
+	// Streaming is true when the model can stream.
+	Streaming bool `json:"streaming,omitempty"`
+	// Vision is true when the model accepts images.
+	Vision bool `json:"vision,omitempty"`
+	// JSONMode is true when the model can be held to JSON output.
+	JSONMode bool `json:"jsonMode,omitempty"`
+	// ContextWindow is the context window in tokens.
+	ContextWindow int64 `json:"contextWindow,omitempty"`
+}
+
+// ModelCost is the price of a Model's tokens in USD per million.
+type ModelCost struct {
+	// InputPerMillion is the price of a million input tokens.
+	InputPerMillion float64 `json:"inputPerMillion,omitempty"`
+	// OutputPerMillion is the price of a million output tokens.
+	OutputPerMillion float64 `json:"outputPerMillion,omitempty"`
+}
+
+// ToolSpec is the spec of a Tool.
+type ToolSpec struct {
+	// Description says what the tool does.
+	Description string `json:"description,omitempty"`
+	// Source is function, rest, mcp or os.
+	Source string `json:"source"`
+	// SideEffect is the tool's side-effect class.
+	SideEffect string `json:"sideEffect"`
+	// RequiresApproval is defaulted from the side-effect class.
+	RequiresApproval *bool `json:"requiresApproval,omitempty"`
+	// InputSchema is the JSON Schema of the arguments.
+	InputSchema map[string]any `json:"inputSchema,omitempty"`
+	// OutputSchema is the JSON Schema of the result.
+	OutputSchema map[string]any `json:"outputSchema,omitempty"`
+	// REST configures a tool with source rest.
+	REST *ToolREST `json:"rest,omitempty"`
+	// MCP configures a tool with source mcp.
+	MCP *ToolMCP `json:"mcp,omitempty"`
+	// OS configures a tool with source os.
+	OS *ToolOS `json:"os,omitempty"`
+	// GatewayURL overrides the tool gateway URL.
+	GatewayURL string `json:"gatewayUrl,omitempty"`
+	// CostPerCall is the price of one call in USD.
+	CostPerCall float64 `json:"costPerCall,omitempty"`
+	// Safety configures output scanning.
+	Safety *ToolSafety `json:"safety,omitempty"`
+	// Observability configures tracing of the tool's calls.
+	Observability *ToolObservability `json:"observability,omitempty"`
+}
+
+// ToolREST configures an HTTP tool.
+type ToolREST struct {
+	// URL is the endpoint called.
+	URL string `json:"url"`
+	// Method is the HTTP method; default POST.
+	Method string `json:"method,omitempty"`
+	// Headers are sent with every call.
+	Headers map[string]string `json:"headers,omitempty"`
+	// HeaderSecrets maps a header to the Secret key holding its value.
+	HeaderSecrets map[string]SecretKeyRef `json:"headerSecrets,omitempty"`
+	// Timeout is a Go duration; default "30s".
+	Timeout string `json:"timeout,omitempty"`
+	// MaxResponseBytes bounds the response read; default 1048576.
+	MaxResponseBytes int64 `json:"maxResponseBytes,omitempty"`
+}
+
+// ToolMCP configures a tool served by an MCPServer.
+type ToolMCP struct {
+	// Server is the MCPServer's name.
+	Server string `json:"server"`
+	// Tool is the tool's name on the server.
+	Tool string `json:"tool"`
+}
+
+// ToolOS configures a tool that runs a command in the sandbox.
+type ToolOS struct {
+	// Command is the argv run.
+	Command []string `json:"command"`
+	// Timeout is a Go duration; default "10s".
+	Timeout string `json:"timeout,omitempty"`
+	// CPUSeconds bounds CPU time.
+	CPUSeconds int64 `json:"cpuSeconds,omitempty"`
+	// MemoryMB bounds memory.
+	MemoryMB int64 `json:"memoryMB,omitempty"`
+	// AllowRead are paths the command may read.
+	AllowRead []string `json:"allowRead,omitempty"`
+	// AllowWrite are paths the command may write.
+	AllowWrite []string `json:"allowWrite,omitempty"`
+	// AllowHosts are hosts the command may reach.
+	AllowHosts []string `json:"allowHosts,omitempty"`
+}
+
+// ToolSafety configures scanning of a Tool's output.
+type ToolSafety struct {
+	// RedactPII replaces personal data in results.
+	RedactPII bool `json:"redactPII,omitempty"`
+	// ScanInjection is off, flag, redact or block; default flag.
+	ScanInjection string `json:"scanInjection,omitempty"`
+	// MaxOutputBytes truncates larger results; 0 means no limit.
+	MaxOutputBytes int64 `json:"maxOutputBytes,omitempty"`
+}
+
+// ToolObservability configures tracing of a Tool's calls.
+type ToolObservability struct {
+	// TraceSensitivity is low, medium or high; default by class.
+	TraceSensitivity string `json:"traceSensitivity,omitempty"`
+	// RecordOutput records results in traces; default true.
+	RecordOutput *bool `json:"recordOutput,omitempty"`
+}
+
+// MCPServerSpec is the spec of an MCPServer.
+type MCPServerSpec struct {
+	// URL is the streamable-HTTP endpoint (transport http).
+	URL string `json:"url,omitempty"`
+	// Transport is http or stdio; default http.
+	Transport string `json:"transport,omitempty"`
+	// Command is the argv started for transport stdio.
+	Command []string `json:"command,omitempty"`
+	// PinnedVersion is the server version pinned; empty means unpinned.
+	PinnedVersion string `json:"pinnedVersion,omitempty"`
+	// TrustScore is between 0 and 1; default 0.5.
+	TrustScore *float64 `json:"trustScore,omitempty"`
+	// Quarantined blocks every call to the server.
+	Quarantined bool `json:"quarantined,omitempty"`
+	// GatewayURL overrides the MCP gateway URL.
+	GatewayURL string `json:"gatewayUrl,omitempty"`
+}
+
+// PolicySpec is the spec of a Policy.
+type PolicySpec struct {
+	// Version is shown as "<policy>@<version>"; default the generation.
+	Version string `json:"version,omitempty"`
+	// Description says what the policy is for.
+	Description string `json:"description,omitempty"`
+	// Selector chooses where the policy applies; empty lists mean all.
+	Selector *PolicySelector `json:"selector,omitempty"`
+	// Rules are evaluated in order.
+	Rules []PolicyRule `json:"rules"`
+	// Idempotency configures tool-call deduplication.
+	Idempotency *PolicyIdempotency `json:"idempotency,omitempty"`
+	// Limits are rate limits and budgets.
+	Limits []PolicyLimit `json:"limits,omitempty"`
+	// Approval configures approvals.
+	Approval *PolicyApproval `json:"approval,omitempty"`
+}
+
+// PolicySelector chooses the namespaces, environments and agents a Policy
+// applies to; an empty list means all.
+type PolicySelector struct {
+	// Namespaces are namespace names.
+	Namespaces []string `json:"namespaces,omitempty"`
+	// Environments are environment names.
+	Environments []string `json:"environments,omitempty"`
+	// Agents are agent names.
+	Agents []string `json:"agents,omitempty"`
+}
+
+// PolicyRule is one rule of a Policy.
+type PolicyRule struct {
+	// Name is a DNS-1123 label unique in the policy.
+	Name string `json:"name"`
+	// Hooks are the hooks the rule runs at; default [toolCallRequest].
+	Hooks []string `json:"hooks,omitempty"`
+	// When is a CEL expression that must evaluate to bool.
+	When string `json:"when"`
+	// Action is allow, deny, modify or require_approval.
+	Action string `json:"action"`
+	// Message is shown when the rule fires.
+	Message string `json:"message,omitempty"`
+	// Modify says how to change the input for action modify.
+	Modify *PolicyModify `json:"modify,omitempty"`
+}
+
+// PolicyModify changes a tool call's input.
+type PolicyModify struct {
+	// Set maps an input path to a CEL expression giving its new value.
+	Set map[string]string `json:"set,omitempty"`
+	// Remove lists input paths to delete.
+	Remove []string `json:"remove,omitempty"`
+}
+
+// PolicyIdempotency configures tool-call deduplication.
+type PolicyIdempotency struct {
+	// Window is a Go duration; default "10m".
+	Window string `json:"window,omitempty"`
+	// AllowForce lets a caller re-execute with force=true.
+	AllowForce bool `json:"allowForce,omitempty"`
+}
+
+// PolicyLimit is one rate limit or budget.
+type PolicyLimit struct {
+	// Scope is tool, agent or namespace.
+	Scope string `json:"scope"`
+	// Match is a name of the scope, or "*".
+	Match string `json:"match"`
+	// Window is a Go duration.
+	Window string `json:"window"`
+	// MaxCalls bounds the number of calls in the window.
+	MaxCalls int64 `json:"maxCalls,omitempty"`
+	// MaxCost bounds the cost in USD in the window.
+	MaxCost float64 `json:"maxCost,omitempty"`
+	// Mode is hard (deny) or soft (warn); default hard.
+	Mode string `json:"mode,omitempty"`
+}
+
+// PolicyApproval configures approvals.
+type PolicyApproval struct {
+	// Timeout is a Go duration; default "24h".
+	Timeout string `json:"timeout,omitempty"`
+}
+
+// DeploymentSpec is the spec of a Deployment.
+type DeploymentSpec struct {
+	// AgentRef names the Agent deployed.
+	AgentRef LocalRef `json:"agentRef"`
+	// Environment names the Environment.
+	Environment string `json:"environment"`
+	// Runtime is the runtime adapter id; default "local".
+	Runtime string `json:"runtime,omitempty"`
+	// Replicas is between 0 and 100; default 1.
+	Replicas *int64 `json:"replicas,omitempty"`
+}
+
+// EnvironmentSpec is the spec of an Environment.
+type EnvironmentSpec struct {
+	// Tier is dev, staging or prod.
+	Tier string `json:"tier,omitempty"`
+	// Description says what the environment is for.
+	Description string `json:"description,omitempty"`
+	// PromotesTo names the next Environment.
+	PromotesTo string `json:"promotesTo,omitempty"`
+}
+
+// ExecutionSpec is the spec of an Execution.
+type ExecutionSpec struct {
+	// AgentRef names the Agent run.
+	AgentRef LocalRef `json:"agentRef"`
+	// Input is the run's input.
+	Input map[string]any `json:"input,omitempty"`
+	// Environment names the Environment.
+	Environment string `json:"environment,omitempty"`
+	// Manifest names the CompiledAgentManifest run.
+	Manifest string `json:"manifest,omitempty"`
+}
+
+// ExecutionStatus is the status of an Execution.
+type ExecutionStatus struct {
+	// Phase is Pending, Scheduled, Running, Succeeded, Failed or Cancelled.
+	Phase string `json:"phase,omitempty"`
+	// StartedAt is an RFC 3339 UTC timestamp.
+	StartedAt string `json:"startedAt,omitempty"`
+	// CompletedAt is an RFC 3339 UTC timestamp.
+	CompletedAt string `json:"completedAt,omitempty"`
+	// Output is the run's result.
+	Output map[string]any `json:"output,omitempty"`
+	// Error says why the run failed.
+	Error string `json:"error,omitempty"`
+}
+
+// ToolCallSpec is the spec of a ToolCall, exactly SPEC.md's fields.
+type ToolCallSpec struct {
+	// ExecutionRef names the Execution.
+	ExecutionRef LocalRef `json:"executionRef"`
+	// AgentRef names the Agent.
+	AgentRef LocalRef `json:"agentRef"`
+	// ToolRef names the Tool, "<system>.<action>".
+	ToolRef LocalRef `json:"toolRef"`
+	// Input is the tool's arguments.
+	Input map[string]any `json:"input,omitempty"`
+	// SideEffects carries the class and the idempotency key.
+	SideEffects ToolCallSideEffects `json:"sideEffects"`
+	// Approval records whether and by whom the call was approved.
+	Approval ToolCallApproval `json:"approval"`
+}
+
+// ToolCallSideEffects is spec.sideEffects of a ToolCall.
+type ToolCallSideEffects struct {
+	// Level is the side-effect class.
+	Level string `json:"level"`
+	// IdempotencyKey is the call's idempotency key.
+	IdempotencyKey string `json:"idempotencyKey"`
+}
+
+// ToolCallApproval is spec.approval of a ToolCall.
+type ToolCallApproval struct {
+	// Required is true when the call needs approval.
+	Required bool `json:"required"`
+	// Status is not_required, pending, approved, denied, expired or overridden.
+	Status string `json:"status"`
+	// ApprovedBy is the approver's identity (an e-mail).
+	ApprovedBy string `json:"approvedBy,omitempty"`
+}
+
+// ToolCallStatus is the status of a ToolCall, exactly SPEC.md's fields.
+type ToolCallStatus struct {
+	// Phase is Pending, AwaitingApproval, Running, Succeeded, Failed,
+	// Denied, Cancelled or Expired.
+	Phase string `json:"phase"`
+	// StartedAt is an ISO 8601 UTC timestamp.
+	StartedAt string `json:"startedAt,omitempty"`
+	// CompletedAt is an ISO 8601 UTC timestamp.
+	CompletedAt string `json:"completedAt,omitempty"`
+	// Output is the tool's result.
+	Output map[string]any `json:"output,omitempty"`
+}
+
+// ApprovalSpec is the spec of an Approval.
+type ApprovalSpec struct {
+	// ToolCallRef names the paused ToolCall.
+	ToolCallRef LocalRef `json:"toolCallRef"`
+	// AgentRef names the calling Agent.
+	AgentRef LocalRef `json:"agentRef"`
+	// ToolRef names the Tool.
+	ToolRef LocalRef `json:"toolRef"`
+	// SideEffect is the tool's side-effect class.
+	SideEffect string `json:"sideEffect"`
+	// Reason says why approval is needed.
+	Reason string `json:"reason,omitempty"`
+	// ExpiresAt is an RFC 3339 UTC timestamp.
+	ExpiresAt string `json:"expiresAt,omitempty"`
+}
+
+// ApprovalStatus is the status of an Approval.
+type ApprovalStatus struct {
+	// Status is pending, approved, denied, expired or overridden.
+	Status string `json:"status"`
+	// DecidedBy is the approver's identity.
+	DecidedBy string `json:"decidedBy,omitempty"`
+	// DecidedAt is an RFC 3339 UTC timestamp.
+	DecidedAt string `json:"decidedAt,omitempty"`
+	// Rationale is the approver's reason.
+	Rationale string `json:"rationale,omitempty"`
+}
+
+// ConversationSpec is the spec of a Conversation.
+type ConversationSpec struct {
+	// AgentRef names the Agent.
+	AgentRef LocalRef `json:"agentRef"`
+	// ExecutionRef names the Execution, if any.
+	ExecutionRef *LocalRef `json:"executionRef,omitempty"`
+	// MemoryRef names the Memory holding the messages, if any.
+	MemoryRef *LocalRef `json:"memoryRef,omitempty"`
+	// Retention is a Go duration.
+	Retention string `json:"retention,omitempty"`
+}
+
+// CompiledAgentManifestSpec is the spec of a CompiledAgentManifest, exactly
+// SPEC.md's fields.
+type CompiledAgentManifestSpec struct {
+	// Agent identifies the compiled agent.
+	Agent ManifestAgent `json:"agent"`
+	// Framework names the adapter and its image.
+	Framework ManifestFramework `json:"framework"`
+	// ModelRoute holds route ids "<provider>:<model>".
+	ModelRoute ManifestModelRoute `json:"modelRoute"`
+	// Tools are the resolved tools.
+	Tools []ManifestTool `json:"tools"`
+	// MCPServers are the resolved MCP servers.
+	MCPServers []ManifestMCPServer `json:"mcpServers"`
+	// Memories are the resolved memories.
+	Memories ManifestMemories `json:"memories"`
+	// Policies are the resolved policies.
+	Policies ManifestPolicies `json:"policies"`
+	// Observability holds the endpoints telemetry goes to.
+	Observability ManifestObservability `json:"observability"`
+}
+
+// ManifestAgent is spec.agent of a CompiledAgentManifest.
+type ManifestAgent struct {
+	// Name is the Agent's name.
+	Name string `json:"name"`
+	// Generation is the Agent's generation.
+	Generation int64 `json:"generation"`
+}
+
+// ManifestFramework is spec.framework of a CompiledAgentManifest.
+type ManifestFramework struct {
+	// Adapter is the adapter id.
+	Adapter string `json:"adapter"`
+	// AdapterImage is the image reference including a version.
+	AdapterImage string `json:"adapterImage"`
+}
+
+// ManifestModelRoute is spec.modelRoute of a CompiledAgentManifest.
+type ManifestModelRoute struct {
+	// Primary is "<provider>:<model>".
+	Primary string `json:"primary"`
+	// Fallback are "<provider>:<model>" in order.
+	Fallback []string `json:"fallback"`
+}
+
+// ManifestTool is one item of spec.tools of a CompiledAgentManifest.
+type ManifestTool struct {
+	// Name is "<system>.<action>".
+	Name string `json:"name"`
+	// GatewayURL is where the agent calls the tool.
+	GatewayURL string `json:"gatewayUrl"`
+	// SideEffect is the side-effect class.
+	SideEffect string `json:"sideEffect"`
+	// SchemaSha is "sha256:<hex>", present when the tool has an input schema.
+	SchemaSha string `json:"schemaSha,omitempty"`
+	// RequiresApproval is present only when true.
+	RequiresApproval bool `json:"requiresApproval,omitempty"`
+}
+
+// ManifestMCPServer is one item of spec.mcpServers of a CompiledAgentManifest.
+type ManifestMCPServer struct {
+	// Name is the MCPServer's name.
+	Name string `json:"name"`
+	// GatewayURL is where the agent reaches the server.
+	GatewayURL string `json:"gatewayUrl"`
+	// PinnedVersion is the pinned server version, possibly empty.
+	PinnedVersion string `json:"pinnedVersion"`
+	// TrustScore is between 0 and 1.
+	TrustScore float64 `json:"trustScore"`
+}
+
+// ManifestMemories is spec.memories of a CompiledAgentManifest.
+type ManifestMemories struct {
+	// Working is the working memory, if the agent has one.
+	Working *ManifestMemory `json:"working,omitempty"`
+}
+
+// ManifestMemory is one resolved memory.
+type ManifestMemory struct {
+	// Endpoint is the memory service URL.
+	Endpoint string `json:"endpoint"`
+	// Namespace is the Memory's namespace.
+	Namespace string `json:"namespace"`
+	// Name is the Memory's name.
+	Name string `json:"name"`
+}
+
+// ManifestPolicies is spec.policies of a CompiledAgentManifest.
+type ManifestPolicies struct {
+	// Resolved are "<policy>@<version>".
+	Resolved []string `json:"resolved"`
+}
+
+// ManifestObservability is spec.observability of a CompiledAgentManifest.
+type ManifestObservability struct {
+	// TraceEndpoint is where traces go.
+	TraceEndpoint string `json:"traceEndpoint"`
+	// AbomEndpoint is where the AgBOM is served.
+	AbomEndpoint string `json:"abomEndpoint"`
+}
+
+// MemorySpec is the spec of a Memory.
+type MemorySpec struct {
+	// Type is working, episodic or semantic; default working.
+	Type string `json:"type,omitempty"`
+	// TTL is a Go duration after which items expire.
+	TTL string `json:"ttl,omitempty"`
+	// MaxItems bounds the items kept; default 1000.
+	MaxItems int64 `json:"maxItems,omitempty"`
+	// Endpoint is the memory service URL; empty means the built-in one.
+	Endpoint string `json:"endpoint,omitempty"`
+}
+
+// RAGIndexSpec is the spec of a RAGIndex.
+type RAGIndexSpec struct {
+	// Sources are KnowledgeSource names.
+	Sources []string `json:"sources,omitempty"`
+	// Embedding names the embedding Model.
+	Embedding *RAGEmbedding `json:"embedding,omitempty"`
+	// Chunking configures how documents are split.
+	Chunking *RAGChunking `json:"chunking,omitempty"`
+	// TopK is the number of results returned; default 5.
+	TopK int64 `json:"topK,omitempty"`
+}
+
+// RAGEmbedding names the embedding Model of a RAGIndex.
+type RAGEmbedding struct {
+	// ModelRef is a Model name.
+	ModelRef string `json:"modelRef,omitempty"`
+}
+
+// RAGChunking configures chunking of a RAGIndex.
+type RAGChunking struct {
+	// Size is the chunk size in characters; default 800.
+	Size int64 `json:"size,omitempty"`
+	// Overlap is the overlap in characters; default 100.
+	Overlap int64 `json:"overlap,omitempty"`
+}
+
+// KnowledgeSourceSpec is the spec of a KnowledgeSource.
+type KnowledgeSourceSpec struct {
+	// Type is url, git, s3 or inline.
+	Type string `json:"type"`
+	// URL is the source location for url, git and s3.
+	URL string `json:"url,omitempty"`
+	// Content is the text for type inline.
+	Content string `json:"content,omitempty"`
+	// Schedule is an optional cron expression.
+	Schedule string `json:"schedule,omitempty"`
+}
+
+// KnowledgeSourceStatus is the status of a KnowledgeSource.
+type KnowledgeSourceStatus struct {
+	// Phase is Pending, Syncing, Ready or Failed.
+	Phase string `json:"phase,omitempty"`
+	// LastSyncAt is an RFC 3339 UTC timestamp.
+	LastSyncAt string `json:"lastSyncAt,omitempty"`
+}
+
+// RoleBindingSpec is the spec of a RoleBinding.
+type RoleBindingSpec struct {
+	// Role is viewer, editor, approver or admin.
+	Role string `json:"role"`
+	// Subjects are who get the role.
+	Subjects []RoleSubject `json:"subjects"`
+}
+
+// RoleSubject is one subject of a RoleBinding.
+type RoleSubject struct {
+	// Kind is User, Group, APIKey or Agent.
+	Kind string `json:"kind"`
+	// Name identifies the subject.
+	Name string `json:"name"`
+}
+
+// SecretSpec is the spec of a Secret.
+type SecretSpec struct {
+	// Type is the secret's type; default "opaque".
+	Type string `json:"type,omitempty"`
+	// Data holds the values; write-only, never returned by reads.
+	Data map[string]string `json:"data,omitempty"`
+	// Keys are the sorted key names, shown on reads instead of Data.
+	Keys []string `json:"keys,omitempty"`
+}
+
+// TenantSpec is the spec of a Tenant.
+type TenantSpec struct {
+	// DisplayName is shown in the console.
+	DisplayName string `json:"displayName,omitempty"`
+	// Owner is the owner's e-mail.
+	Owner string `json:"owner,omitempty"`
+}
+
+// NamespaceSpec is the spec of a Namespace.
+type NamespaceSpec struct {
+	// DisplayName is shown in the console.
+	DisplayName string `json:"displayName,omitempty"`
+	// Environment is the namespace's default environment.
+	Environment string `json:"environment,omitempty"`
+}
