@@ -102,7 +102,8 @@ func (s *schemaSet) leafErrors(e *jsonschema.ValidationError) FieldErrors {
 	case *kind.Required:
 		var out FieldErrors
 		for _, m := range k.Missing {
-			out = append(out, FieldError{Path: joinPath(path, m), Code: ErrCodeRequired, Message: "required field is missing"})
+			p := joinPath(path, m)
+			out = append(out, FieldError{Path: p, Code: ErrCodeRequired, Message: p + " is required"})
 		}
 		return out
 	case *kind.AdditionalProperties:

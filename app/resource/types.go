@@ -599,11 +599,11 @@ type CompiledAgentManifestSpec struct {
 	// MCPServers are the resolved MCP servers.
 	MCPServers []ManifestMCPServer `json:"mcpServers"`
 	// Memories are the resolved memories.
-	Memories ManifestMemories `json:"memories"`
+	Memories ManifestMemories `json:"memories,omitzero"`
 	// Policies are the resolved policies.
 	Policies ManifestPolicies `json:"policies"`
 	// Observability holds the endpoints telemetry goes to.
-	Observability ManifestObservability `json:"observability"`
+	Observability ManifestObservability `json:"observability,omitzero"`
 }
 
 // ManifestAgent is spec.agent of a CompiledAgentManifest.

@@ -103,11 +103,11 @@ func Validate(o *Object) FieldErrors {
 		add("apiVersion", ErrCodeInvalid, "apiVersion %q does not serve kind %s: use %s", o.APIVersion, info.Kind, info.APIVersion)
 	}
 	validateMeta(o, info, known, add)
-	if !known {
-		return errs
+	if known {
+		validateRules(o, add)
+		errs = mergeSchemaErrors(errs, schemaCheck(o))
 	}
-	validateRules(o, add)
-	errs = mergeSchemaErrors(errs, schemaCheck(o))
+	slices.SortStableFunc(errs, func(a, b FieldError) int { return strings.Compare(a.Path, b.Path) })
 	if len(errs) == 0 {
 		return nil
 	}
@@ -202,7 +202,7 @@ func schemaCheck(o *Object) FieldErrors {
 }
 
 // mergeSchemaErrors appends schema errors whose path no rule error already
-// covers, then sorts everything by path for a stable answer.
+// covers.
 func mergeSchemaErrors(rules, schema FieldErrors) FieldErrors {
 	seen := make(map[string]bool, len(rules))
 	for _, e := range rules {
@@ -215,7 +215,6 @@ func mergeSchemaErrors(rules, schema FieldErrors) FieldErrors {
 			seen[e.Path] = true
 		}
 	}
-	slices.SortStableFunc(out, func(a, b FieldError) int { return strings.Compare(a.Path, b.Path) })
 	return out
 }
 
