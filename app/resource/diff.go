@@ -21,10 +21,11 @@ type FieldChange struct {
 	Path string `json:"path"`
 	// Op is "add", "remove" or "replace".
 	Op string `json:"op"`
-	// Old is the previous value; absent for "add".
-	Old any `json:"old,omitempty"`
-	// New is the new value; absent for "remove".
-	New any `json:"new,omitempty"`
+	// Old is the previous value; null for "add". (Not omitempty: a
+	// false or 0 value must still be shown.)
+	Old any `json:"old"`
+	// New is the new value; null for "remove".
+	New any `json:"new"`
 }
 
 // Diff compares the spec, labels and annotations of two versions of a
