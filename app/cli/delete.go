@@ -37,4 +37,3 @@ func newDeleteCmd(a *app) *cobra.Command {
 	a.addNamespaceFlag(cmd)
 	return cmd
 }
-

@@ -182,6 +182,7 @@ func (a *app) watch(ctx context.Context, c *client.Client, k resource.KindInfo, 
 		for i, it := range items {
 			rows[i] = append([]string{client.EventAdded}, rowOf(cols, it)...)
 		}
+		t.min = []int{len(client.EventModified)}
 		t.print(append([]string{"EVENT"}, headerOf(cols)...), rows)
 	} else {
 		for _, it := range items {

@@ -155,13 +155,17 @@ func orDash(s string) string {
 // fixed by the first rows printed, so that rows streamed later by a watch
 // line up with them.
 type table struct {
-	w      io.Writer
+	w io.Writer
+	// min holds minimum column widths, e.g. room for "MODIFIED" in the
+	// EVENT column of a watch.
+	min    []int
 	widths []int
 }
 
 // print writes header and rows, fixing the column widths.
 func (t *table) print(header []string, rows [][]string) {
 	t.widths = make([]int, len(header))
+	copy(t.widths, t.min)
 	for _, r := range append([][]string{header}, rows...) {
 		for i, c := range r {
 			t.widths[i] = max(t.widths[i], len([]rune(c)))
