@@ -407,7 +407,7 @@ func TestCommands(t *testing.T) {
 		// apply
 		{
 			name: "apply a directory as one body", args: []string{"apply", "-f", "$DIR/fleet"}, empty: true,
-			wantOut: []string{"agent/support-bot created\n", "model/gpt-4o created\n", "tool/zendesk.search created\n", "tool/zendesk.reply created\n", "compiledagentmanifest support-bot-g1 created\n"},
+			wantOut:    []string{"agent/support-bot created\n", "model/gpt-4o created\n", "tool/zendesk.search created\n", "tool/zendesk.reply created\n", "compiledagentmanifest support-bot-g1 created\n"},
 			wantNotOut: []string{"deployment"},
 		},
 		{
@@ -473,7 +473,7 @@ func TestCommands(t *testing.T) {
 		{name: "get name with selector", args: []string{"get", "agents", "x", "-l", "a=b"}, wantCode: ExitUsage},
 		{
 			name: "get watch", args: []string{"get", "agents", "--watch"},
-			wantOut: []string{"EVENT      NAME          MODEL", "ADDED      billing-bot", "MODIFIED   support-bot   claude        0       -          5m\n"},
+			wantOut:    []string{"EVENT      NAME          MODEL", "ADDED      billing-bot", "MODIFIED   support-bot   claude        0       -          5m\n"},
 			wantNotOut: []string{"zendesk", "BOOKMARK"},
 		},
 		{name: "get watch json", args: []string{"get", "agents", "-w", "-o", "json"}, wantOut: []string{`"type": "ADDED"`, `"type": "MODIFIED"`}},

@@ -37,7 +37,10 @@ func TestRequestsFollowTheContract(t *testing.T) {
 	}{
 		{
 			name: "apply",
-			call: func(ctx context.Context, c *Client) error { _, err := c.Apply(ctx, []byte("kind: Agent\n")); return err },
+			call: func(ctx context.Context, c *Client) error {
+				_, err := c.Apply(ctx, []byte("kind: Agent\n"))
+				return err
+			},
 			want: seen{method: "POST", path: "/v1/resources/apply", ctype: ContentTypeYAML, auth: "Bearer tok", body: "kind: Agent\n"},
 		},
 		{
@@ -57,7 +60,10 @@ func TestRequestsFollowTheContract(t *testing.T) {
 		},
 		{
 			name: "get tenant scope",
-			call: func(ctx context.Context, c *Client) error { _, err := c.Get(ctx, "namespaces", "ignored", "team-a"); return err },
+			call: func(ctx context.Context, c *Client) error {
+				_, err := c.Get(ctx, "namespaces", "ignored", "team-a")
+				return err
+			},
 			want: seen{method: "GET", path: "/v1/namespaces/team-a", auth: "Bearer tok"},
 		},
 		{
@@ -116,8 +122,10 @@ func TestErrors(t *testing.T) {
 			wantStatus: 422, wantCode: apierr.CodeAdmissionRejected, wantDiags: 1,
 		},
 		{
-			name:       "unauthenticated",
-			handler:    func(w http.ResponseWriter, _ *http.Request) { writeErr(w, 401, apierr.New(apierr.CodeUnauthenticated, "no token")) },
+			name: "unauthenticated",
+			handler: func(w http.ResponseWriter, _ *http.Request) {
+				writeErr(w, 401, apierr.New(apierr.CodeUnauthenticated, "no token"))
+			},
 			wantStatus: 401, wantCode: apierr.CodeUnauthenticated,
 		},
 		{
