@@ -152,6 +152,7 @@ func TestDecodeDocumentsErrors(t *testing.T) {
 		{name: "List with bad items", body: `{"kind":"List","items":{"a":1}}`, contains: []string{"List items"}},
 		{name: "unknown top-level field", body: ns + "sepc: {}\n", contains: []string{"document 0", `unknown field "sepc"`}},
 		{name: "unknown metadata field", body: "apiVersion: warden.dev/v1alpha1\nkind: Namespace\nmetadata: {name: a, nmespace: b}\n", contains: []string{`unknown field "nmespace"`}},
+		{name: "alias bomb", body: "a: &a [x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]\ng: [*f,*f,*f,*f,*f,*f,*f,*f,*f]\n", contains: []string{"excessive aliasing"}},
 		{name: "wrong type", body: "apiVersion: warden.dev/v1alpha1\nkind: Namespace\nmetadata: {name: a}\nspec: [1]\n", contains: []string{"Namespace"}},
 	}
 	for _, tt := range tests {
