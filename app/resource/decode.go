@@ -50,7 +50,8 @@ func docErr(doc int, format string, args ...any) *DocumentError {
 // Numbers are decoded faithfully: a number written without fraction or
 // exponent that fits in int64 becomes int64, every other number float64.
 // Canonical JSON of the result is therefore stable across decode and
-// encode round trips.
+// encode round trips. YAML is converted to JSON by sigs.k8s.io/yaml first,
+// so a YAML 1.0 arrives as 1 and becomes int64.
 func DecodeDocuments(body []byte) ([]*Object, error) {
 	raws, err := splitBody(body)
 	if err != nil {

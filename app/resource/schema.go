@@ -36,6 +36,7 @@ func Schema(kind string) ([]byte, bool) {
 // schemaSet is every kind's compiled schema.
 type schemaSet struct {
 	byKind  map[string]*jsonschema.Schema
+	raw     map[string]any // kind → decoded schema document, for suggestions
 	printer *message.Printer
 }
 
@@ -48,12 +49,13 @@ func newSchemaSet() (*schemaSet, error) {
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	urls := make(map[string]string, len(catalog))
+	docs := make(map[string]any, len(catalog))
 	for _, k := range catalog {
-		raw, ok := Schema(k.Kind)
+		b, ok := Schema(k.Kind)
 		if !ok {
 			return nil, fmt.Errorf("no schema for kind %s", k.Kind)
 		}
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
 		if err != nil {
 			return nil, fmt.Errorf("parse schema of %s: %w", k.Kind, err)
 		}
@@ -62,8 +64,9 @@ func newSchemaSet() (*schemaSet, error) {
 			return nil, fmt.Errorf("add schema of %s: %w", k.Kind, err)
 		}
 		urls[k.Kind] = url
+		docs[k.Kind] = doc
 	}
-	set := &schemaSet{byKind: make(map[string]*jsonschema.Schema, len(urls)), printer: message.NewPrinter(language.English)}
+	set := &schemaSet{byKind: make(map[string]*jsonschema.Schema, len(urls)), raw: docs, printer: message.NewPrinter(language.English)}
 	for kind, url := range urls {
 		s, err := c.Compile(url)
 		if err != nil {
@@ -76,7 +79,7 @@ func newSchemaSet() (*schemaSet, error) {
 
 // schemaErrors converts a validation error tree into field errors, one per
 // leaf, with Kubernetes-style paths.
-func (s *schemaSet) schemaErrors(err error) FieldErrors {
+func (s *schemaSet) schemaErrors(kind string, err error) FieldErrors {
 	ve, ok := err.(*jsonschema.ValidationError)
 	if !ok {
 		return FieldErrors{{Path: "", Code: ErrCodeInvalid, Message: err.Error()}}
@@ -90,13 +93,13 @@ func (s *schemaSet) schemaErrors(err error) FieldErrors {
 			}
 			return
 		}
-		out = append(out, s.leafErrors(e)...)
+		out = append(out, s.leafErrors(kind, e)...)
 	}
 	walk(ve)
 	return out
 }
 
-func (s *schemaSet) leafErrors(e *jsonschema.ValidationError) FieldErrors {
+func (s *schemaSet) leafErrors(kindName string, e *jsonschema.ValidationError) FieldErrors {
 	path := pointerPath(e.InstanceLocation)
 	switch k := e.ErrorKind.(type) {
 	case *kind.Required:
@@ -108,9 +111,15 @@ func (s *schemaSet) leafErrors(e *jsonschema.ValidationError) FieldErrors {
 		return out
 	case *kind.AdditionalProperties:
 		var out FieldErrors
+		allowed := s.allowedFields(kindName, e.InstanceLocation)
 		for _, p := range k.Properties {
-			out = append(out, FieldError{Path: joinPath(path, p), Code: ErrCodeNotSupported,
-				Message: fmt.Sprintf("unknown field %q; check the spelling against docs/resources.md", p)})
+			msg := fmt.Sprintf("unknown field %q", p)
+			if sug := suggest(p, allowed); sug != "" {
+				msg += fmt.Sprintf("; did you mean %q?", sug)
+			} else if len(allowed) > 0 {
+				msg += "; allowed fields: " + strings.Join(allowed, ", ")
+			}
+			out = append(out, FieldError{Path: joinPath(path, p), Code: ErrCodeNotSupported, Message: msg})
 		}
 		return out
 	case *kind.Enum:
@@ -193,4 +202,65 @@ func isIndex(t string) bool {
 		}
 	}
 	return true
+}
+
+// allowedFields walks the raw schema of kind along an instance location and
+// returns the sorted property names allowed there.
+func (s *schemaSet) allowedFields(kind string, loc []string) []string {
+	node, _ := s.raw[kind].(map[string]any)
+	for _, t := range loc {
+		if node == nil {
+			return nil
+		}
+		if props, ok := node["properties"].(map[string]any); ok {
+			if next, ok := props[t].(map[string]any); ok {
+				node = next
+				continue
+			}
+		}
+		if items, ok := node["items"].(map[string]any); ok && isIndex(t) {
+			node = items
+			continue
+		}
+		node, _ = node["additionalProperties"].(map[string]any)
+	}
+	props, _ := node["properties"].(map[string]any)
+	return sortedKeys(props)
+}
+
+// suggest returns the allowed name closest to a misspelt one: equal but for
+// case, or at most two edits away; "" when none is close.
+func suggest(name string, allowed []string) string {
+	best, bestDist := "", 3
+	for _, a := range allowed {
+		if strings.EqualFold(a, name) {
+			return a
+		}
+		if d := editDistance(strings.ToLower(name), strings.ToLower(a)); d < bestDist {
+			best, bestDist = a, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of two short strings.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
 }

@@ -196,7 +196,7 @@ func schemaCheck(o *Object) FieldErrors {
 		return FieldErrors{{Path: "spec", Code: ErrCodeInvalid, Message: err.Error()}}
 	}
 	if err := sch.Validate(inst); err != nil {
-		return set.schemaErrors(err)
+		return set.schemaErrors(o.Kind, err)
 	}
 	return nil
 }

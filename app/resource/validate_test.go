@@ -361,6 +361,25 @@ func TestValidateRejects(t *testing.T) {
 	}
 }
 
+func TestValidateSuggestsFields(t *testing.T) {
+	t.Parallel()
+	o := obj(KindAgent, "bot", map[string]any{
+		"framework":  map[string]any{"adapter": "langgraph", "verison": "1"},
+		"modelRoute": map[string]any{"primary": "gpt"},
+		"tools":      []any{map[string]any{"name": "a.b", "requireApproval": true}},
+		"zzz":        1,
+	})
+	Default(o)
+	errs := Validate(o)
+	msgs := map[string]string{}
+	for _, e := range errs {
+		msgs[e.Path] = e.Message
+	}
+	require.Contains(t, msgs["spec.framework.verison"], `did you mean "version"?`)
+	require.Contains(t, msgs["spec.tools[0].requireApproval"], `did you mean "requiresApproval"?`)
+	require.Contains(t, msgs["spec.zzz"], "allowed fields: description, framework,")
+}
+
 func TestValidateNil(t *testing.T) {
 	t.Parallel()
 	require.Len(t, Validate(nil), 1)
