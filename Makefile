@@ -23,7 +23,7 @@ BENCHTIME ?= 1s
 IMAGE     ?= warden:dev
 RUN_ARGS  ?= up
 
-.PHONY: help build test lint bench fuzz run docker generate-free tools check-postgres
+.PHONY: help build test lint bench fuzz run docker generate-free tools test-deps check-postgres
 
 help: ## List the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-15s %s\n", $$1, $$2}'
@@ -31,7 +31,7 @@ help: ## List the targets.
 build: ## Build the static ./warden binary.
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o warden .
 
-test: check-postgres ## Run the whole suite with the race detector (needs PostgreSQL at TEST_DATABASE_URL).
+test: test-deps check-postgres ## Run the whole suite with the race detector (needs PostgreSQL at TEST_DATABASE_URL).
 	$(GO) test -race -count=1 ./...
 
 lint: tools ## gofmt (fails on any unformatted file), go vet and staticcheck.
@@ -87,6 +87,12 @@ tools: ## Install the pinned Go tools when missing.
 	@if ! "$(STATICCHECK)" -version 2>/dev/null | grep -q "$(STATICCHECK_RELEASE)"; then \
 		echo "installing staticcheck $(STATICCHECK_RELEASE) ($(STATICCHECK_VERSION))"; \
 		GOBIN="$(GOBIN)" $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION); \
+	fi
+
+test-deps: ## Install what the tests need when missing: a C compiler for -race. (Chromium joins when e2e has browser tests.)
+	@if ! command -v gcc >/dev/null 2>&1; then \
+		echo "installing gcc (the race detector needs cgo)"; \
+		apt-get update -qq && apt-get install -y -qq gcc; \
 	fi
 
 check-postgres: ## Fail loudly unless PostgreSQL answers at TEST_DATABASE_URL.
