@@ -1,0 +1,9 @@
+// Package sqlite is the embedded store driver: SQLite in-process through the
+// pure-Go modernc.org/sqlite driver (no cgo), the default backend of
+// `warden up`. It implements store.Store with one writer connection (SQLite
+// allows one writer at a time, so writes queue in Go instead of failing with
+// SQLITE_BUSY) and a separate pool of read-only connections for View, in WAL
+// mode so readers never block the writer. Listen callbacks run in-process
+// after commit. The schema comes from migrations/sqlite and is applied on
+// Open.
+package sqlite

@@ -1,0 +1,306 @@
+package sqlite
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"modernc.org/sqlite" // also registers the "sqlite" database/sql driver
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/warden-dev/warden/app/store"
+	"github.com/warden-dev/warden/migrations"
+)
+
+// Options configures Open.
+type Options struct {
+	// Logger receives driver diagnostics; nil discards them.
+	Logger *slog.Logger
+	// Now is the clock used for timestamps; nil means time.Now.
+	Now func() time.Time
+	// ReadConns is the size of the reader pool; zero means 4.
+	ReadConns int
+}
+
+// WithDefaults returns o with zero fields replaced by their defaults.
+func (o Options) WithDefaults() Options {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.ReadConns <= 0 {
+		o.ReadConns = 4
+	}
+	return o
+}
+
+// Store is the SQLite implementation of store.Store.
+type Store struct {
+	writer   *sql.DB
+	reader   *sql.DB
+	key      []byte
+	notifier *store.Notifier
+	now      func() time.Time
+	log      *slog.Logger
+}
+
+var _ store.Store = (*Store)(nil)
+
+// metaContinueKey names the HMAC key of continue tokens in warden_meta.
+const metaContinueKey = "continue_hmac_key"
+
+// Open opens (creating it and its parent directory when missing) and
+// migrates the database file at path.
+func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+	opts = opts.WithDefaults()
+	if path == "" {
+		return nil, errors.New("sqlite: empty database path")
+	}
+	if strings.ContainsAny(path, "?#") {
+		return nil, fmt.Errorf("sqlite: database path %q must not contain '?' or '#'", path)
+	}
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("sqlite: create directory %s: %w", dir, err)
+		}
+	}
+	common := "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)"
+	writer, err := sql.Open("sqlite", "file:"+path+"?"+common+"&_pragma=journal_mode(WAL)&_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	// One writer connection: database/sql queues writers in Go.
+	writer.SetMaxOpenConns(1)
+	writer.SetMaxIdleConns(1)
+	writer.SetConnMaxLifetime(0)
+	writer.SetConnMaxIdleTime(0)
+	s := &Store{writer: writer, notifier: store.NewNotifier(), now: opts.Now, log: opts.Logger}
+	if err := s.migrate(ctx); err != nil {
+		_ = writer.Close()
+		return nil, err
+	}
+	reader, err := sql.Open("sqlite", "file:"+path+"?"+common+"&_query_only=1")
+	if err != nil {
+		_ = writer.Close()
+		return nil, fmt.Errorf("sqlite: open readers of %s: %w", path, err)
+	}
+	reader.SetMaxOpenConns(opts.ReadConns)
+	reader.SetMaxIdleConns(opts.ReadConns)
+	reader.SetConnMaxIdleTime(0)
+	s.reader = reader
+	return s, nil
+}
+
+// migrate applies the embedded migrations not yet recorded and makes sure
+// the continue-token key exists. BEGIN IMMEDIATE serializes two processes
+// opening the same file.
+func (s *Store) migrate(ctx context.Context) error {
+	files, err := fs.Glob(migrations.FS, "sqlite/*.up.sql")
+	if err != nil {
+		return fmt.Errorf("sqlite: list migrations: %w", err)
+	}
+	sort.Strings(files)
+	tx, err := s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: begin migration: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`); err != nil {
+		return fmt.Errorf("sqlite: create schema_migrations: %w", err)
+	}
+	applied := map[int]bool{}
+	rows, err := tx.QueryContext(ctx, `SELECT version FROM schema_migrations`)
+	if err != nil {
+		return fmt.Errorf("sqlite: read schema_migrations: %w", err)
+	}
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			_ = rows.Close()
+			return fmt.Errorf("sqlite: read schema_migrations: %w", err)
+		}
+		applied[v] = true
+	}
+	if err := rows.Close(); err != nil {
+		return fmt.Errorf("sqlite: read schema_migrations: %w", err)
+	}
+	for _, f := range files {
+		name := filepath.Base(f)
+		num, _, _ := strings.Cut(name, "_")
+		v, err := strconv.Atoi(num)
+		if err != nil {
+			return fmt.Errorf("sqlite: migration %s is not numbered: %w", name, err)
+		}
+		if applied[v] {
+			continue
+		}
+		body, err := fs.ReadFile(migrations.FS, f)
+		if err != nil {
+			return fmt.Errorf("sqlite: read migration %s: %w", name, err)
+		}
+		if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+			return fmt.Errorf("sqlite: apply migration %s: %w", name, err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
+			v, name, s.now().UnixMicro()); err != nil {
+			return fmt.Errorf("sqlite: record migration %s: %w", name, err)
+		}
+		s.log.Info("applied migration", "driver", "sqlite", "migration", name)
+	}
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	if _, err := tx.ExecContext(ctx, `INSERT INTO warden_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING`,
+		metaContinueKey, key); err != nil {
+		return fmt.Errorf("sqlite: store continue key: %w", err)
+	}
+	if err := tx.QueryRowContext(ctx, `SELECT value FROM warden_meta WHERE key = ?`, metaContinueKey).Scan(&s.key); err != nil {
+		return fmt.Errorf("sqlite: read continue key: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: commit migration: %w", err)
+	}
+	return nil
+}
+
+// Close closes both connection pools and stops the listeners.
+func (s *Store) Close() error {
+	s.notifier.Close()
+	return errors.Join(s.reader.Close(), s.writer.Close())
+}
+
+// Listen calls fn in-process, on a goroutine of its own, after every commit
+// that appended to a tenant's change log.
+func (s *Store) Listen(fn func(tenant string)) (stop func()) {
+	return s.notifier.Listen(fn)
+}
+
+// View runs fn in a read transaction on the reader pool; WAL gives it a
+// consistent snapshot from its first read.
+func (s *Store) View(ctx context.Context, tenant string, fn func(ctx context.Context, tx store.Reader) error) error {
+	if err := store.CheckTenant(tenant); err != nil {
+		return err
+	}
+	sqlTx, err := s.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("sqlite: begin read: %w", err)
+	}
+	defer func() { _ = sqlTx.Rollback() }()
+	if err := fn(ctx, &readTx{q: sqlTx, s: s, tenant: tenant}); err != nil {
+		return err
+	}
+	if err := sqlTx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: end read: %w", err)
+	}
+	return nil
+}
+
+// Update runs fn in a write transaction on the writer connection. It commits
+// when fn returns nil and rolls back otherwise.
+func (s *Store) Update(ctx context.Context, tenant string, fn func(ctx context.Context, tx store.Tx) error) error {
+	if err := store.CheckTenant(tenant); err != nil {
+		return err
+	}
+	sqlTx, err := s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: begin write: %w", err)
+	}
+	defer func() { _ = sqlTx.Rollback() }()
+	tx := &writeTx{readTx: readTx{q: sqlTx, s: s, tenant: tenant}}
+	if err := fn(ctx, tx); err != nil {
+		return err
+	}
+	if err := tx.flush(ctx); err != nil {
+		return err
+	}
+	if err := sqlTx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: commit: %w", err)
+	}
+	if tx.changed {
+		s.notifier.Notify(tenant)
+	}
+	return nil
+}
+
+// ChangesSince returns the tenant's change-log entries after the given
+// version, or ErrGone when they are no longer all retained.
+func (s *Store) ChangesSince(ctx context.Context, tenant string, after int64, limit int) ([]store.Change, error) {
+	var out []store.Change
+	err := s.View(ctx, tenant, func(ctx context.Context, r store.Reader) error {
+		var err error
+		out, err = r.(*readTx).changesSince(ctx, after, limit)
+		return err
+	})
+	return out, err
+}
+
+// ChangesCompact drops change-log entries more than keep versions behind the
+// newest and moves the tenant's retained floor.
+func (s *Store) ChangesCompact(ctx context.Context, tenant string, keep int) error {
+	if keep < 0 {
+		return fmt.Errorf("sqlite: compact: keep must not be negative, got %d", keep)
+	}
+	return s.Update(ctx, tenant, func(ctx context.Context, t store.Tx) error {
+		return t.(*writeTx).compact(ctx, keep)
+	})
+}
+
+// APIKeyLookup finds a non-revoked API key by the hash of its secret, across
+// tenants.
+func (s *Store) APIKeyLookup(ctx context.Context, secretHash string) (*store.APIKey, error) {
+	row := s.reader.QueryRowContext(ctx, `SELECT id, tenant_id, name, secret_hash, namespace, role, agent,
+		created_at, expires_at, revoked_at FROM api_keys WHERE secret_hash = ? AND revoked_at IS NULL`, secretHash)
+	var k store.APIKey
+	var created int64
+	var expires, revoked sql.NullInt64
+	if err := row.Scan(&k.ID, &k.Tenant, &k.Name, &k.SecretHash, &k.Namespace, &k.Role, &k.Agent,
+		&created, &expires, &revoked); err != nil {
+		return nil, interpretError(fmt.Errorf("sqlite: api key lookup: %w", err))
+	}
+	k.CreatedAt = time.UnixMicro(created).UTC()
+	k.ExpiresAt = microPtr(expires)
+	k.RevokedAt = microPtr(revoked)
+	return &k, nil
+}
+
+func microPtr(v sql.NullInt64) *time.Time {
+	if !v.Valid {
+		return nil
+	}
+	t := time.UnixMicro(v.Int64).UTC()
+	return &t
+}
+
+func timePtrMicro(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return t.UnixMicro()
+}
+
+// interpretError maps driver errors onto the store sentinels.
+func interpretError(err error) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("%w: %w", store.ErrNotFound, err)
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() {
+		case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+			return fmt.Errorf("%w: %w", store.ErrAlreadyExists, err)
+		}
+	}
+	return err
+}

@@ -1,0 +1,7 @@
+// Package storetest is the conformance suite of store.Store. Every driver
+// (store/sqlite, store/postgres, …) calls Run from its own tests against a
+// real database, so all backends provably share one behaviour: versioning,
+// generation rules, preconditions, paging and continue tokens, the change
+// log and Listen, events, the audit chain, API keys and tenant isolation.
+// BenchmarkList and BenchmarkCreate measure the same workloads on each.
+package storetest

@@ -1,0 +1,9 @@
+DROP TABLE IF EXISTS api_keys;
+DROP TRIGGER IF EXISTS audit_log_no_delete;
+DROP TRIGGER IF EXISTS audit_log_no_update;
+DROP TABLE IF EXISTS audit_log;
+DROP TABLE IF EXISTS events;
+DROP TABLE IF EXISTS changes;
+DROP TABLE IF EXISTS resources;
+DROP TABLE IF EXISTS tenant_state;
+DROP TABLE IF EXISTS warden_meta;
