@@ -14,24 +14,30 @@ import (
 	"github.com/warden-dev/warden/app/resource"
 )
 
+// maxCached bounds the compiled policies an engine keeps.
+const maxCached = 10000
+
 // Engine compiles Policy resources into CEL programs once per version and
 // builds evaluable Sets from them. It is safe for concurrent use.
 type Engine struct {
 	env *cel.Env
 
 	mu    sync.Mutex
-	cache map[string]*compiledPolicy // by namespace/name
+	cache map[string]*compiledPolicy // by uid, or namespace/name
 
 	compiles atomic.Int64
 }
 
-// New returns an Engine with its own CEL environment.
-func New() (*Engine, error) {
+// NewEngine returns an Engine with its own CEL environment. The
+// environment is fixed by this package, so building it fails only when the
+// package itself is broken; NewEngine then panics, as regexp.MustCompile
+// does for a constant pattern.
+func NewEngine() *Engine {
 	env, err := newEnv()
 	if err != nil {
-		return nil, err
+		panic(err)
 	}
-	return &Engine{env: env, cache: map[string]*compiledPolicy{}}, nil
+	return &Engine{env: env, cache: map[string]*compiledPolicy{}}
 }
 
 // Compilations returns how many policies the engine has compiled since it
@@ -45,11 +51,7 @@ func (e *Engine) Compilations() int64 { return e.compiles.Load() }
 // builds a throwaway CEL environment; long-lived callers should prefer
 // Engine.Check, which caches.
 func CheckPolicy(o *resource.Object) resource.FieldErrors {
-	e, err := New()
-	if err != nil {
-		return resource.FieldErrors{{Path: "spec", Code: resource.ErrCodeInvalid, Message: err.Error()}}
-	}
-	return e.Check(o)
+	return NewEngine().Check(o)
 }
 
 // Check is CheckPolicy through the engine's cache.
@@ -81,30 +83,20 @@ type LoadError struct {
 // whose namespace/name is new or whose resourceVersion or spec changed
 // since the engine last saw them. A policy that does not compile stays in
 // the set with its broken rules evaluating as deny (fail closed), and is
-// reported in the returned LoadErrors. Policies absent from the list are
-// dropped from the cache.
+// reported in the returned LoadErrors.
 func (e *Engine) Build(policies []*resource.Object) (*Set, []LoadError) {
 	s := &Set{policies: make([]*compiledPolicy, 0, len(policies))}
 	var errs []LoadError
-	keep := make(map[string]bool, len(policies))
 	for _, o := range policies {
 		if o == nil || o.Kind != resource.KindPolicy {
 			continue
 		}
 		cp := e.load(o)
-		keep[cp.key] = true
 		s.policies = append(s.policies, cp)
 		if len(cp.errs) > 0 {
 			errs = append(errs, LoadError{Namespace: cp.namespace, Name: cp.name, Errors: cp.errs})
 		}
 	}
-	e.mu.Lock()
-	for k := range e.cache {
-		if !keep[k] {
-			delete(e.cache, k)
-		}
-	}
-	e.mu.Unlock()
 	slices.SortFunc(s.policies, func(a, b *compiledPolicy) int {
 		if a.name != b.name {
 			return cmpString(a.name, b.name)
@@ -132,7 +124,12 @@ func cmpString(a, b string) int {
 // same resourceVersion again for different content on some backends, and
 // objects that were never stored have no resourceVersion at all.
 func (e *Engine) load(o *resource.Object) *compiledPolicy {
-	key := o.Metadata.Namespace + "/" + o.Metadata.Name
+	// The uid tells apart policies of different tenants sharing one
+	// engine; objects that were never stored have none.
+	key := o.Metadata.UID
+	if key == "" {
+		key = o.Metadata.Namespace + "/" + o.Metadata.Name
+	}
 	fp, err := jcs.SHA256(o.Spec)
 	if err != nil {
 		fp = "unhashable:" + err.Error()
@@ -148,6 +145,11 @@ func (e *Engine) load(o *resource.Object) *compiledPolicy {
 	cp.key, cp.stamp = key, stamp
 	e.compiles.Add(1)
 	e.mu.Lock()
+	if len(e.cache) >= maxCached {
+		// Deleted policies are never announced to the engine; starting
+		// over now and then bounds the memory they hold.
+		clear(e.cache)
+	}
 	e.cache[key] = cp
 	e.mu.Unlock()
 	return cp

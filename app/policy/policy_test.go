@@ -32,8 +32,7 @@ func rule(name, hook, when, action string) map[string]any {
 
 func setup(t *testing.T, policies ...*resource.Object) *Set {
 	t.Helper()
-	e, err := New()
-	require.NoError(t, err)
+	e := NewEngine()
 	s, errs := e.Build(policies)
 	require.Empty(t, errs)
 	return s
@@ -222,8 +221,7 @@ func TestCheckPolicy(t *testing.T) {
 
 func TestBrokenPolicyDeniesAndIsReported(t *testing.T) {
 	t.Parallel()
-	e, err := New()
-	require.NoError(t, err)
+	e := NewEngine()
 	s, errs := e.Build([]*resource.Object{newPolicy("p", 2, nil, rule("bad", resource.HookPreflight, `nope(`, resource.ActionAllow))})
 	require.Len(t, errs, 1)
 	require.Equal(t, "p", errs[0].Name)
@@ -234,8 +232,7 @@ func TestBrokenPolicyDeniesAndIsReported(t *testing.T) {
 
 func TestBuildCaches(t *testing.T) {
 	t.Parallel()
-	e, err := New()
-	require.NoError(t, err)
+	e := NewEngine()
 	a := newPolicy("a", 1, nil, rule("r", resource.HookPreflight, `true`, resource.ActionDeny))
 	b := newPolicy("b", 1, nil, rule("r", resource.HookPreflight, `false`, resource.ActionDeny))
 	_, errs := e.Build([]*resource.Object{a, b})
@@ -297,8 +294,7 @@ func BenchmarkDecide(b *testing.B) {
 			rules[i] = rule(fmt.Sprintf("r%d", i), resource.HookToolCallRequest, `agent.startsWith("batch-") && ns in ["a", "b"]`, resource.ActionModify)
 		}
 	}
-	e, err := New()
-	require.NoError(b, err)
+	e := NewEngine()
 	s, errs := e.Build([]*resource.Object{newPolicy("bench", 1, nil, rules...)})
 	require.Empty(b, errs)
 	in := &Input{Hook: resource.HookToolCallRequest, Namespace: "default", Environment: "prod", Agent: "support-bot",
@@ -310,4 +306,19 @@ func BenchmarkDecide(b *testing.B) {
 			b.Fatal(d)
 		}
 	}
+}
+
+func TestExplicitBinding(t *testing.T) {
+	t.Parallel()
+	// Selected for another agent, but bound explicitly by support-bot: it
+	// applies in the environments it names, and only there.
+	p := newPolicy("pinned", 1, map[string]any{"agents": []any{"other"}, "environments": []any{"prod"}},
+		rule("r", resource.HookPreflight, `true`, resource.ActionDeny))
+	s := setup(t, p)
+	in := preflight("prod")
+	require.Equal(t, resource.ActionAllow, s.Decide(in).Action)
+	in.Bound = []string{"pinned"}
+	require.True(t, s.Decide(in).Denied())
+	in.Environment = "dev"
+	require.Equal(t, resource.ActionAllow, s.Decide(in).Action)
 }

@@ -123,6 +123,16 @@ func (p *compiledPolicy) matches(namespace, environment, agent string) bool {
 	return true
 }
 
+// boundTo reports whether the agent of in binds p explicitly and p's
+// environments admit in's environment.
+func (p *compiledPolicy) boundTo(in *Input) bool {
+	if p.namespace != in.Namespace || !slices.Contains(in.Bound, p.name) {
+		return false
+	}
+	envs := p.selector.Environments
+	return in.Environment == "" || len(envs) == 0 || slices.Contains(envs, in.Environment)
+}
+
 // Set is an immutable, evaluable collection of compiled policies, built by
 // Engine.Build. It is safe for concurrent use.
 type Set struct {
@@ -192,7 +202,7 @@ func (s *Set) eval(in *Input, fire func(Decision) bool) {
 	}
 	act := &activation{in: in}
 	for _, p := range s.policies {
-		if !p.matches(in.Namespace, in.Environment, in.Agent) {
+		if !p.matches(in.Namespace, in.Environment, in.Agent) && !p.boundTo(in) {
 			continue
 		}
 		for i, r := range p.rules {

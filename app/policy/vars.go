@@ -145,6 +145,11 @@ type Input struct {
 	Environment string
 	// Agent is the agent's name.
 	Agent string
+	// Bound are the names of policies in Namespace that the agent binds
+	// explicitly (its spec.policies); they apply to it whatever their
+	// selector says about namespaces and agents, but only in the
+	// environments the selector names.
+	Bound []string
 
 	// Kind is the kind of the applied resource (preflight).
 	Kind string
