@@ -167,42 +167,48 @@ func (c *Compiler) compile(ctx context.Context, res *resolver, set *policy.Set, 
 			add(path, resource.ErrCodeNotFound, fmt.Sprintf("agent %s uses tool %q, but no Tool %q exists in namespace %s", name, at.Name, at.Name, ns), nil, "")
 			continue
 		}
-		ts, err := resource.DecodeSpec[resource.ToolSpec](obj)
-		if err != nil {
-			add(path, resource.ErrCodeInvalid, fmt.Sprintf("tool %s: %v", at.Name, err), obj, "spec")
-			continue
-		}
-		mt := resource.ManifestTool{Name: at.Name, GatewayURL: ts.GatewayURL, SideEffect: ts.SideEffect}
+		// The tool is read field by field rather than through DecodeSpec:
+		// decoding would encode and parse its whole input schema, the
+		// largest part of most agents' dependencies, only to hash it.
+		ts := obj.Spec
+		class, _ := ts["sideEffect"].(string)
+		mt := resource.ManifestTool{Name: at.Name, SideEffect: class}
+		mt.GatewayURL, _ = ts["gatewayUrl"].(string)
 		if mt.GatewayURL == "" {
 			mt.GatewayURL = c.opts.ToolGatewayURL
 		}
-		if ts.InputSchema != nil {
-			sha, err := jcs.SHA256(ts.InputSchema)
+		if schema, ok := ts["inputSchema"].(map[string]any); ok {
+			sha, err := jcs.SHA256(schema)
 			if err != nil {
 				add(path, resource.ErrCodeInvalid, fmt.Sprintf("tool %s: input schema has no canonical JSON: %v", at.Name, err), obj, "spec.inputSchema")
 				continue
 			}
 			mt.SchemaSha = sha
 		}
+		toolApproval, toolSays := ts["requiresApproval"].(bool)
 		switch {
 		case at.RequiresApproval != nil:
 			mt.RequiresApproval = *at.RequiresApproval
-		case ts.RequiresApproval != nil:
-			mt.RequiresApproval = *ts.RequiresApproval
+		case toolSays:
+			mt.RequiresApproval = toolApproval
 		default:
-			mt.RequiresApproval = resource.DefaultRequiresApproval(ts.SideEffect)
+			mt.RequiresApproval = resource.DefaultRequiresApproval(class)
 		}
-		if ts.Source == resource.ToolSourceMCP && ts.MCP != nil {
-			srv, err := res.get(ctx, resource.KindMCPServer, ns, ts.MCP.Server)
+		if source, _ := ts["source"].(string); source == resource.ToolSourceMCP {
+			server := ""
+			if mcp, ok := ts["mcp"].(map[string]any); ok {
+				server, _ = mcp["server"].(string)
+			}
+			srv, err := res.get(ctx, resource.KindMCPServer, ns, server)
 			if err != nil {
 				return nil, err
 			}
 			if srv == nil {
-				add(path, resource.ErrCodeNotFound, fmt.Sprintf("tool %s is served by MCP server %q, but no MCPServer %q exists in namespace %s", at.Name, ts.MCP.Server, ts.MCP.Server, ns), obj, "spec.mcp.server")
+				add(path, resource.ErrCodeNotFound, fmt.Sprintf("tool %s is served by MCP server %q, but no MCPServer %q exists in namespace %s", at.Name, server, server, ns), obj, "spec.mcp.server")
 				continue
 			}
 			if q, _ := srv.Spec["quarantined"].(bool); q {
-				add(path, resource.ErrCodeForbidden, fmt.Sprintf("tool %s is served by MCP server %s, which is quarantined", at.Name, ts.MCP.Server), srv, "spec.quarantined")
+				add(path, resource.ErrCodeForbidden, fmt.Sprintf("tool %s is served by MCP server %s, which is quarantined", at.Name, server), srv, "spec.quarantined")
 				continue
 			}
 		}
@@ -295,10 +301,6 @@ func (c *Compiler) compile(ctx context.Context, res *resolver, set *policy.Set, 
 	if len(out.problems) > 0 {
 		return out, nil
 	}
-	specMap, err := resource.ToMap(m)
-	if err != nil {
-		return nil, fmt.Errorf("encode manifest of agent %s: %w", name, err)
-	}
 	out.manifest = &resource.Object{
 		APIVersion: resource.InternalGroupVersion,
 		Kind:       resource.KindCompiledAgentManifest,
@@ -307,9 +309,54 @@ func (c *Compiler) compile(ctx context.Context, res *resolver, set *policy.Set, 
 			Namespace: ns,
 			Labels:    map[string]string{LabelAgent: name},
 		},
-		Spec: specMap,
+		Spec: manifestMap(m),
 	}
 	return out, nil
+}
+
+// manifestMap renders the manifest spec as the generic JSON object stored
+// in Object.Spec, field by field: a JSON round trip through ToMap would
+// cost more than the rest of the compilation. Optional fields appear
+// exactly as SPEC.md says: schemaSha only when the tool has an input
+// schema, requiresApproval only when true, memories.working only when set.
+func manifestMap(m *resource.CompiledAgentManifestSpec) map[string]any {
+	fallback := make([]any, len(m.ModelRoute.Fallback))
+	for i, f := range m.ModelRoute.Fallback {
+		fallback[i] = f
+	}
+	tools := make([]any, len(m.Tools))
+	for i, t := range m.Tools {
+		tm := map[string]any{"name": t.Name, "gatewayUrl": t.GatewayURL, "sideEffect": t.SideEffect}
+		if t.SchemaSha != "" {
+			tm["schemaSha"] = t.SchemaSha
+		}
+		if t.RequiresApproval {
+			tm["requiresApproval"] = true
+		}
+		tools[i] = tm
+	}
+	servers := make([]any, len(m.MCPServers))
+	for i, sv := range m.MCPServers {
+		servers[i] = map[string]any{"name": sv.Name, "gatewayUrl": sv.GatewayURL, "pinnedVersion": sv.PinnedVersion, "trustScore": sv.TrustScore}
+	}
+	memories := map[string]any{}
+	if w := m.Memories.Working; w != nil {
+		memories["working"] = map[string]any{"endpoint": w.Endpoint, "namespace": w.Namespace, "name": w.Name}
+	}
+	resolved := make([]any, len(m.Policies.Resolved))
+	for i, p := range m.Policies.Resolved {
+		resolved[i] = p
+	}
+	return map[string]any{
+		"agent":         map[string]any{"name": m.Agent.Name, "generation": m.Agent.Generation},
+		"framework":     map[string]any{"adapter": m.Framework.Adapter, "adapterImage": m.Framework.AdapterImage},
+		"modelRoute":    map[string]any{"primary": m.ModelRoute.Primary, "fallback": fallback},
+		"tools":         tools,
+		"mcpServers":    servers,
+		"memories":      memories,
+		"policies":      map[string]any{"resolved": resolved},
+		"observability": map[string]any{"traceEndpoint": m.Observability.TraceEndpoint, "abomEndpoint": m.Observability.AbomEndpoint},
+	}
 }
 
 type missing struct{ field, what string }
