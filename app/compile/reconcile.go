@@ -35,6 +35,10 @@ type Diagnostic struct {
 type affected struct {
 	agent   *resource.Object
 	trigger int
+	// onlyDeployments is true when nothing but applied Deployments touch
+	// the agent: then its other environments cannot have changed, and
+	// preflight judges only the environments those Deployments target.
+	onlyDeployments bool
 }
 
 // Reconcile compiles every agent the applied documents affect and runs
@@ -67,11 +71,15 @@ func (c *Compiler) Reconcile(ctx context.Context, r store.Reader, applied []*res
 }
 
 type reconcile struct {
-	c         *Compiler
-	res       *resolver
-	applied   []*resource.Object
-	index     map[resource.Key]int
-	set       *policy.Set
+	c       *Compiler
+	res     *resolver
+	applied []*resource.Object
+	index   map[resource.Key]int
+	set     *policy.Set
+	// broken are the applied policies (namespace/name) whose CEL did not
+	// compile; they are reported once at their rules, not again as a
+	// fail-closed deny of every agent they bind.
+	broken    map[string]bool
 	diags     []Diagnostic
 	manifests []*resource.Object
 }
@@ -84,9 +92,11 @@ func (rc *reconcile) diag(doc int, path, code, msg, pol string) {
 
 func (rc *reconcile) run(ctx context.Context) error {
 	// Policy CEL first: a broken rule is reported at its own path.
+	rc.broken = map[string]bool{}
 	for i, o := range rc.applied {
 		if o.Kind == resource.KindPolicy {
 			for _, fe := range rc.c.engine.Check(o) {
+				rc.broken[o.Metadata.Namespace+"/"+o.Metadata.Name] = true
 				rc.diag(i, fe.Path, fe.Code, fmt.Sprintf("policy %s: %s", o.Metadata.Name, fe.Message), "")
 			}
 		}
@@ -115,9 +125,17 @@ func (rc *reconcile) affectedAgents(ctx context.Context) ([]affected, error) {
 	found := map[resource.Key]affected{}
 	note := func(agent *resource.Object, doc int) {
 		k := agent.Key()
-		if prev, ok := found[k]; !ok || doc < prev.trigger {
-			found[k] = affected{agent: agent, trigger: doc}
+		viaDeployment := rc.applied[doc].Kind == resource.KindDeployment
+		prev, ok := found[k]
+		if !ok {
+			found[k] = affected{agent: agent, trigger: doc, onlyDeployments: viaDeployment}
+			return
 		}
+		prev.onlyDeployments = prev.onlyDeployments && viaDeployment
+		if doc < prev.trigger {
+			prev.trigger = doc
+		}
+		found[k] = prev
 	}
 	for i, o := range rc.applied {
 		ns := o.Metadata.Namespace
@@ -292,7 +310,10 @@ func (rc *reconcile) preflight(ctx context.Context, a affected, out *result) err
 		}
 	}
 	envs := make([]string, 0, len(targets))
-	for env := range targets {
+	for env, dep := range targets {
+		if a.onlyDeployments && !rc.isApplied(dep) {
+			continue
+		}
 		envs = append(envs, env)
 	}
 	slices.Sort(envs)
@@ -314,7 +335,7 @@ func (rc *reconcile) preflight(ctx context.Context, a affected, out *result) err
 			Kind: subject.Kind, Object: objectMap(subject), Models: models, Tools: tools,
 		}
 		for _, d := range rc.set.Evaluate(in) {
-			if d.Denied() {
+			if d.Denied() && !rc.broken[d.Namespace+"/"+d.Policy] {
 				rc.denied(doc, a, in, d, out)
 			}
 		}
