@@ -1,0 +1,11 @@
+// Package postgres is the shared, multi-replica store driver on PostgreSQL
+// through pgx v5. It implements store.Store with row-level security on every
+// tenant table: each transaction starts with set_config('warden.tenant_id',
+// tenant, true) (SET LOCAL), and the server connects as the warden_app role,
+// which owns nothing and cannot bypass RLS, so a missing tenant filter in a
+// query cannot leak another tenant's rows. Migrations (migrations/postgres)
+// run on Open as the owner role named by the URL, under an advisory lock.
+// Commits that append to the change log also pg_notify the
+// warden_changes channel; every replica LISTENs on one dedicated connection
+// and forwards the signal to its Listen callbacks.
+package postgres

@@ -1,0 +1,206 @@
+package postgres_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/warden-dev/warden/app/store"
+	"github.com/warden-dev/warden/app/store/postgres"
+	"github.com/warden-dev/warden/app/store/postgres/pgtest"
+	"github.com/warden-dev/warden/app/store/storetest"
+)
+
+func open(tb testing.TB, url string) *postgres.Store {
+	tb.Helper()
+	s, err := postgres.Open(context.Background(), url, postgres.Options{MaxConns: 4})
+	require.NoError(tb, err)
+	tb.Cleanup(func() { require.NoError(tb, s.Close()) })
+	return s
+}
+
+// TestPostgres shares one database among all its subtests; they isolate
+// themselves by tenant. The database is dropped after the last subtest.
+func TestPostgres(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	shared := open(t, url)
+
+	t.Run("Conformance", func(t *testing.T) {
+		t.Parallel()
+		storetest.Run(t, func(t *testing.T) store.Store { return shared })
+	})
+	t.Run("RowLevelSecurity", func(t *testing.T) {
+		t.Parallel()
+		testRowLevelSecurity(t, url, shared)
+	})
+	t.Run("ListenAcrossReplicas", func(t *testing.T) {
+		t.Parallel()
+		testListenAcrossReplicas(t, url, shared)
+	})
+}
+
+// TestListenerReconnects kills the listener connections of its own
+// database, so it does not share one with other tests.
+func TestListenerReconnects(t *testing.T) {
+	t.Parallel()
+	testListenerReconnects(t, pgtest.NewDatabase(t))
+}
+
+func TestMigrateConcurrently(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	ctx := context.Background()
+	stores := make([]*postgres.Store, 3)
+	var wg sync.WaitGroup
+	errs := make([]error, len(stores))
+	for i := range stores {
+		wg.Go(func() {
+			stores[i], errs[i] = postgres.Open(ctx, url, postgres.Options{MaxConns: 2})
+		})
+	}
+	wg.Wait()
+	for i, s := range stores {
+		require.NoError(t, errs[i])
+		t.Cleanup(func() { require.NoError(t, s.Close()) })
+	}
+	// All replicas share one continue-token key: a token from one is
+	// accepted by another.
+	tenant := storetest.NewTenant()
+	require.NoError(t, stores[0].Update(ctx, tenant, func(ctx context.Context, tx store.Tx) error {
+		for _, n := range []string{"a", "b", "c"} {
+			if _, err := tx.ResourceCreate(ctx, storetest.NewObject("Agent", "default", n, nil, nil)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	var cont string
+	require.NoError(t, stores[1].View(ctx, tenant, func(ctx context.Context, r store.Reader) error {
+		res, err := r.ResourceList(ctx, store.ListParams{Kind: "Agent", Limit: 1})
+		cont = res.Continue
+		return err
+	}))
+	require.NoError(t, stores[2].View(ctx, tenant, func(ctx context.Context, r store.Reader) error {
+		res, err := r.ResourceList(ctx, store.ListParams{Kind: "Agent", Limit: 5, Continue: cont})
+		require.Len(t, res.Items, 2)
+		return err
+	}))
+
+	// Opening again applies nothing.
+	open(t, url)
+	conn := adminConn(t, url)
+	var n int
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM schema_migrations`).Scan(&n))
+	require.Equal(t, 1, n)
+}
+
+func TestAppURLFor(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, in, want string
+		err            bool
+	}{
+		{"user replaced", "postgres://postgres@127.0.0.1:5432/warden?sslmode=disable", "postgres://warden_app@127.0.0.1:5432/warden?sslmode=disable", false},
+		{"password dropped", "postgresql://owner:secret@db/w", "postgresql://warden_app@db/w", false},
+		{"keyword form", "host=db user=owner", "", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := postgres.AppURLFor(tc.in)
+			if tc.err {
+				require.Error(t, err)
+				require.NotContains(t, err.Error(), "secret")
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want, got)
+		})
+	}
+}
+
+func testListenAcrossReplicas(t *testing.T, url string, writer *postgres.Store) {
+	other := open(t, url)
+	select {
+	case <-other.ListenerReady():
+	case <-time.After(10 * time.Second):
+		t.Fatal("listener of the second replica did not subscribe")
+	}
+	tenant := storetest.NewTenant()
+	heard := make(chan struct{})
+	var once sync.Once
+	stop := other.Listen(func(got string) {
+		if got == tenant {
+			once.Do(func() { close(heard) })
+		}
+	})
+	defer stop()
+	require.NoError(t, writer.Update(context.Background(), tenant, func(ctx context.Context, tx store.Tx) error {
+		_, err := tx.ResourceCreate(ctx, storetest.NewObject("Agent", "default", "a", nil, nil))
+		return err
+	}))
+	select {
+	case <-heard:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the other replica did not hear the commit")
+	}
+}
+
+func testListenerReconnects(t *testing.T, url string) {
+	ctx := context.Background()
+	s := open(t, url)
+	<-s.ListenerReady()
+	writer := open(t, url)
+	conn := adminConn(t, url)
+	// Kill every LISTENing backend of the app role in this database.
+	var killed int
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE datname = current_database() AND usename = 'warden_app' AND query ILIKE 'LISTEN%'`).Scan(&killed))
+	require.Positive(t, killed)
+
+	tenant := storetest.NewTenant()
+	heard := make(chan struct{}, 1)
+	stop := s.Listen(func(got string) {
+		if got == tenant {
+			select {
+			case heard <- struct{}{}:
+			default:
+			}
+		}
+	})
+	defer stop()
+	// Keep writing through the other replica until the reconnected
+	// listener hears one of the commits.
+	deadline := time.After(20 * time.Second)
+	for i := 0; ; i++ {
+		require.NoError(t, writer.Update(ctx, tenant, func(ctx context.Context, tx store.Tx) error {
+			_, err := tx.EventInsert(ctx, eventOf(i))
+			if err != nil {
+				return err
+			}
+			_, err = tx.ResourceCreate(ctx, storetest.NewObject("Agent", "default", nameOf(i), nil, nil))
+			return err
+		}))
+		select {
+		case <-heard:
+			return
+		case <-deadline:
+			t.Fatal("listener did not reconnect")
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func BenchmarkList10k(b *testing.B) {
+	url := pgtest.NewDatabase(b)
+	storetest.BenchmarkList(b, func(b *testing.B) store.Store { return open(b, url) })
+}
+
+func BenchmarkCreate1k(b *testing.B) {
+	url := pgtest.NewDatabase(b)
+	storetest.BenchmarkCreate(b, func(b *testing.B) store.Store { return open(b, url) })
+}
