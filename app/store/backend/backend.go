@@ -1,22 +1,61 @@
-// Package backend opens a store driver from a URL: sqlite://PATH or
-// postgres://… (and later kubernetes://…).
 package backend
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"log/slog"
+	"strings"
+	"time"
 
 	"github.com/warden-dev/warden/app/store"
+	"github.com/warden-dev/warden/app/store/postgres"
+	"github.com/warden-dev/warden/app/store/sqlite"
 )
 
 // Options configures Open.
 type Options struct {
+	// Logger receives driver diagnostics; nil discards them.
 	Logger *slog.Logger
+	// Now is the clock used for timestamps; nil means time.Now.
+	Now func() time.Time
+	// AppURL applies to postgres:// only. The URL given to Open is used to
+	// run the migrations (it must name the owner of the schema or a
+	// superuser, with CREATEROLE on first start); the server then connects
+	// as the non-owner role warden_app so that row-level security cannot be
+	// bypassed. AppURL is that role's connection URL. When empty it is
+	// derived from the Open URL by replacing the user with warden_app and
+	// dropping the password, which suits trust or certificate
+	// authentication; with password authentication set it explicitly.
+	AppURL string
 }
 
-// Open opens and migrates the store named by url.
-// PLACEHOLDER: implemented by the store work.
+// Open opens and migrates the store named by url:
+//
+//	sqlite:///abs/path/warden.db   sqlite://relative/path/warden.db
+//	postgres://owner@host:5432/db?sslmode=disable
+//
+// The SQLite file and its parent directory are created when missing.
 func Open(ctx context.Context, url string, opts Options) (store.Store, error) {
-	return nil, errors.New("not implemented")
+	switch {
+	case strings.HasPrefix(url, "sqlite://"):
+		path := strings.TrimPrefix(url, "sqlite://")
+		if path == "" {
+			return nil, fmt.Errorf("store URL %q names no file: use sqlite:///abs/path.db or sqlite://rel/path.db", url)
+		}
+		s, err := sqlite.Open(ctx, path, sqlite.Options{Logger: opts.Logger, Now: opts.Now})
+		if err != nil {
+			return nil, fmt.Errorf("open store: %w", err)
+		}
+		return s, nil
+	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
+		s, err := postgres.Open(ctx, url, postgres.Options{Logger: opts.Logger, Now: opts.Now, AppURL: opts.AppURL})
+		if err != nil {
+			return nil, fmt.Errorf("open store: %w", err)
+		}
+		return s, nil
+	case strings.HasPrefix(url, "kubernetes://"):
+		return nil, fmt.Errorf("store URL %q: the kubernetes backend is not implemented yet", url)
+	}
+	scheme, _, _ := strings.Cut(url, "://")
+	return nil, fmt.Errorf("store URL scheme %q is not supported: use sqlite:// or postgres://", scheme)
 }
