@@ -16,10 +16,12 @@ import (
 type Diagnostic struct {
 	// Document is the zero-based index of the document in the apply.
 	Document int `json:"document"`
-	// Kind, Namespace and Name identify that document.
-	Kind      string `json:"kind"`
+	// Kind is the kind of that document.
+	Kind string `json:"kind"`
+	// Namespace is the namespace of that document.
 	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
+	// Name is the name of that document.
+	Name string `json:"name"`
 	// Path is the offending field of that document, e.g. "spec.tools[3].name".
 	Path string `json:"path"`
 	// Code is a field error code: NotFound, Forbidden, Invalid, PolicyDenied, ….

@@ -322,3 +322,27 @@ func TestExplicitBinding(t *testing.T) {
 	in.Environment = "dev"
 	require.Equal(t, resource.ActionAllow, s.Decide(in).Action)
 }
+
+func TestConcurrentBuildAndDecide(t *testing.T) {
+	t.Parallel()
+	e := NewEngine()
+	p := newPolicy("guard", 1, nil, rule("r", resource.HookPreflight, `"openai:gpt-4o" in models`, resource.ActionDeny))
+	done := make(chan struct{})
+	for range 4 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for range 50 {
+				s, errs := e.Build([]*resource.Object{p.DeepCopy()})
+				if len(errs) > 0 || !s.Decide(preflight("prod")).Denied() {
+					t.Error("unexpected decision")
+					return
+				}
+			}
+		}()
+	}
+	for range 4 {
+		<-done
+	}
+	// Racing builders may each compile the first time, never after.
+	require.LessOrEqual(t, e.Compilations(), int64(4))
+}

@@ -182,6 +182,7 @@ type activation struct {
 
 var _ interpreter.Activation = (*activation)(nil)
 
+// ResolveName returns the CEL value of a declared variable.
 func (a *activation) ResolveName(name string) (any, bool) {
 	i := varIndex(name)
 	if i < 0 {
@@ -272,4 +273,5 @@ func (a *activation) native(name string) any {
 	return nil
 }
 
+// Parent returns nil: the input is the only scope.
 func (a *activation) Parent() interpreter.Activation { return nil }
