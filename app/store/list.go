@@ -19,8 +19,14 @@ type Position struct {
 // SQL query; ListPage does the rest.
 type ScanFunc func(ctx context.Context, after *Position, n int) ([]*resource.Object, error)
 
-// selectorBatch is the scan size used while a selector filters rows in Go.
-const selectorBatch = 256
+// Scan sizes while a selector filters rows in Go: the first scan reads at
+// least minSelectorBatch rows, each further scan of the same page twice as
+// many, up to maxSelectorBatch, so dense matches cost little and sparse ones
+// need few queries.
+const (
+	minSelectorBatch = 32
+	maxSelectorBatch = 1024
+)
 
 // ListPage runs the paging algorithm every driver shares: it checks the
 // continue token, scans rows with scan, applies the selector in Go and keeps
@@ -48,8 +54,8 @@ func ListPage(ctx context.Context, key []byte, tenant string, p ListParams, scan
 		pos = &Position{Namespace: tok.LastNamespace, Name: tok.LastName}
 	}
 	batch := limit + 1
-	if sel != "" && batch < selectorBatch {
-		batch = selectorBatch
+	if sel != "" {
+		batch = max(batch, minSelectorBatch)
 	}
 	items := make([]*resource.Object, 0, limit)
 	for {
@@ -80,5 +86,6 @@ func ListPage(ctx context.Context, key []byte, tenant string, p ListParams, scan
 		}
 		last := rows[len(rows)-1]
 		pos = &Position{Namespace: last.Metadata.Namespace, Name: last.Metadata.Name}
+		batch = max(batch, min(batch*2, maxSelectorBatch))
 	}
 }

@@ -6,4 +6,9 @@
 // mode so readers never block the writer. Listen callbacks run in-process
 // after commit. The schema comes from migrations/sqlite and is applied on
 // Open.
+//
+// Because there is one writer connection, an Update must not call Update
+// again from inside its fn (the inner call would wait for the outer one
+// forever); View inside Update is fine but does not see the uncommitted
+// writes. Reads through the Tx do see them.
 package sqlite

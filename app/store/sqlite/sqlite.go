@@ -50,6 +50,7 @@ func (o Options) WithDefaults() Options {
 type Store struct {
 	writer   *sql.DB
 	reader   *sql.DB
+	stmts    map[string]*sql.Stmt
 	key      []byte
 	notifier *store.Notifier
 	now      func() time.Time
@@ -90,6 +91,15 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err := s.migrate(ctx); err != nil {
 		_ = writer.Close()
 		return nil, err
+	}
+	s.stmts = map[string]*sql.Stmt{}
+	for _, q := range preparedQueries() {
+		st, err := writer.PrepareContext(ctx, q)
+		if err != nil {
+			_ = writer.Close()
+			return nil, fmt.Errorf("sqlite: prepare %q: %w", q, err)
+		}
+		s.stmts[q] = st
 	}
 	reader, err := sql.Open("sqlite", "file:"+path+"?"+common+"&_query_only=1")
 	if err != nil {
@@ -178,7 +188,11 @@ func (s *Store) migrate(ctx context.Context) error {
 // Close closes both connection pools and stops the listeners.
 func (s *Store) Close() error {
 	s.notifier.Close()
-	return errors.Join(s.reader.Close(), s.writer.Close())
+	var errs []error
+	for _, st := range s.stmts {
+		errs = append(errs, st.Close())
+	}
+	return errors.Join(append(errs, s.reader.Close(), s.writer.Close())...)
 }
 
 // Listen calls fn in-process, on a goroutine of its own, after every commit
@@ -218,7 +232,8 @@ func (s *Store) Update(ctx context.Context, tenant string, fn func(ctx context.C
 		return fmt.Errorf("sqlite: begin write: %w", err)
 	}
 	defer func() { _ = sqlTx.Rollback() }()
-	tx := &writeTx{readTx: readTx{q: sqlTx, s: s, tenant: tenant}}
+	q := &stmtQuerier{tx: sqlTx, base: s.stmts, local: map[string]*sql.Stmt{}}
+	tx := &writeTx{readTx: readTx{q: q, s: s, tenant: tenant}}
 	if err := fn(ctx, tx); err != nil {
 		return err
 	}

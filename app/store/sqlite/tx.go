@@ -14,11 +14,70 @@ import (
 	"github.com/warden-dev/warden/app/store"
 )
 
-// querier is what both *sql.Tx kinds offer.
+// Hot statements, prepared once on the writer connection (see stmtQuerier).
+const (
+	qGetObject      = `SELECT object FROM resources WHERE tenant_id = ? AND kind = ? AND namespace = ? AND name = ?`
+	qInsertChange   = `INSERT INTO changes (tenant_id, rv, type, kind, namespace, name, object) VALUES (?, ?, ?, ?, ?, ?, ?)`
+	qInsertResource = `INSERT INTO resources (tenant_id, kind, namespace, name, uid, rv, labels, object) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
+	qUpdateResource = `UPDATE resources SET rv = ?, labels = ?, object = ? WHERE tenant_id = ? AND kind = ? AND namespace = ? AND name = ?`
+	qDeleteResource = `DELETE FROM resources WHERE tenant_id = ? AND kind = ? AND namespace = ? AND name = ?`
+	qInsertEvent    = `INSERT INTO events (tenant_id, seq, type, time, namespace, subject, data) VALUES (?, ?, ?, ?, ?, ?, ?)`
+	qInsertAudit    = `INSERT INTO audit_log (tenant_id, seq, time, actor, verb, namespace, resource, outcome, policy, reason, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+)
+
+// preparedQueries lists the statements Open prepares on the writer.
+func preparedQueries() []string {
+	return []string{qGetObject, qInsertChange, qInsertResource, qUpdateResource, qDeleteResource, qInsertEvent, qInsertAudit}
+}
+
+// querier is what *sql.Tx and stmtQuerier offer.
 type querier interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// stmtQuerier runs the statements prepared at Open through the write
+// transaction (re-using their compiled form: SQLite parsing is a large part
+// of a small write) and everything else directly.
+type stmtQuerier struct {
+	tx    *sql.Tx
+	base  map[string]*sql.Stmt
+	local map[string]*sql.Stmt
+}
+
+func (q *stmtQuerier) stmt(ctx context.Context, query string) *sql.Stmt {
+	if st, ok := q.local[query]; ok {
+		return st
+	}
+	base, ok := q.base[query]
+	if !ok {
+		return nil
+	}
+	st := q.tx.StmtContext(ctx, base)
+	q.local[query] = st
+	return st
+}
+
+func (q *stmtQuerier) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if st := q.stmt(ctx, query); st != nil {
+		return st.ExecContext(ctx, args...)
+	}
+	return q.tx.ExecContext(ctx, query, args...)
+}
+
+func (q *stmtQuerier) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if st := q.stmt(ctx, query); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
+	return q.tx.QueryContext(ctx, query, args...)
+}
+
+func (q *stmtQuerier) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if st := q.stmt(ctx, query); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return q.tx.QueryRowContext(ctx, query, args...)
 }
 
 // readTx implements store.Reader inside one SQL transaction. Every query
@@ -35,8 +94,7 @@ func (t *readTx) ResourceGet(ctx context.Context, key resource.Key) (*resource.O
 		return nil, fmt.Errorf("get: %w", err)
 	}
 	var b []byte
-	err := t.q.QueryRowContext(ctx, `SELECT object FROM resources
-		WHERE tenant_id = ? AND kind = ? AND namespace = ? AND name = ?`,
+	err := t.q.QueryRowContext(ctx, qGetObject,
 		t.tenant, key.Kind, key.Namespace, key.Name).Scan(&b)
 	if err != nil {
 		return nil, interpretError(fmt.Errorf("get %s: %w", key, err))
@@ -282,8 +340,7 @@ func (t *writeTx) ResourceList(ctx context.Context, p store.ListParams) (*store.
 }
 
 func (t *writeTx) appendChange(ctx context.Context, typ string, rv int64, o *resource.Object, b []byte) error {
-	if _, err := t.q.ExecContext(ctx, `INSERT INTO changes (tenant_id, rv, type, kind, namespace, name, object)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`, t.tenant, rv, typ, o.Kind, o.Metadata.Namespace, o.Metadata.Name, b); err != nil {
+	if _, err := t.q.ExecContext(ctx, qInsertChange, t.tenant, rv, typ, o.Kind, o.Metadata.Namespace, o.Metadata.Name, b); err != nil {
 		return fmt.Errorf("append %s change of %s: %w", typ, o.Key(), err)
 	}
 	t.changed = true
@@ -305,8 +362,7 @@ func (t *writeTx) ResourceCreate(ctx context.Context, obj *resource.Object) (*re
 	if err != nil {
 		return nil, err
 	}
-	res, err := t.q.ExecContext(ctx, `INSERT INTO resources (tenant_id, kind, namespace, name, uid, rv, labels, object)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+	res, err := t.q.ExecContext(ctx, qInsertResource,
 		t.tenant, out.Kind, out.Metadata.Namespace, out.Metadata.Name, out.Metadata.UID, rv,
 		store.EncodeLabels(out.Metadata.Labels), b)
 	if err != nil {
@@ -366,8 +422,7 @@ func (t *writeTx) write(ctx context.Context, st *tenantState, out *resource.Obje
 	if err != nil {
 		return nil, err
 	}
-	if _, err := t.q.ExecContext(ctx, `UPDATE resources SET rv = ?, labels = ?, object = ?
-		WHERE tenant_id = ? AND kind = ? AND namespace = ? AND name = ?`,
+	if _, err := t.q.ExecContext(ctx, qUpdateResource,
 		rv, store.EncodeLabels(out.Metadata.Labels), b, t.tenant, out.Kind, out.Metadata.Namespace, out.Metadata.Name); err != nil {
 		return nil, fmt.Errorf("update %s: %w", out.Key(), err)
 	}
@@ -397,7 +452,7 @@ func (t *writeTx) ResourceDelete(ctx context.Context, key resource.Key, resource
 	if err != nil {
 		return nil, err
 	}
-	if _, err := t.q.ExecContext(ctx, `DELETE FROM resources WHERE tenant_id = ? AND kind = ? AND namespace = ? AND name = ?`,
+	if _, err := t.q.ExecContext(ctx, qDeleteResource,
 		t.tenant, key.Kind, key.Namespace, key.Name); err != nil {
 		return nil, fmt.Errorf("delete %s: %w", key, err)
 	}
@@ -426,8 +481,7 @@ func (t *writeTx) EventInsert(ctx context.Context, ev events.Event) (events.Even
 			return ev, fmt.Errorf("insert event %s: encode data: %w", ev.Type, err)
 		}
 	}
-	if _, err := t.q.ExecContext(ctx, `INSERT INTO events (tenant_id, seq, type, time, namespace, subject, data)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`, t.tenant, ev.Seq, ev.Type, ev.Time.UnixMicro(), ev.Namespace, ev.Subject, data); err != nil {
+	if _, err := t.q.ExecContext(ctx, qInsertEvent, t.tenant, ev.Seq, ev.Type, ev.Time.UnixMicro(), ev.Namespace, ev.Subject, data); err != nil {
 		return ev, fmt.Errorf("insert event %s: %w", ev.Type, err)
 	}
 	st.eventSeq, t.dirty = ev.Seq, true
@@ -448,8 +502,7 @@ func (t *writeTx) AuditInsert(ctx context.Context, rec audit.Record) (audit.Reco
 	}
 	rec.Time = rec.Time.UTC().Truncate(time.Microsecond)
 	rec.Hash = audit.ComputeHash(rec)
-	if _, err := t.q.ExecContext(ctx, `INSERT INTO audit_log (tenant_id, seq, time, actor, verb, namespace, resource,
-		outcome, policy, reason, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	if _, err := t.q.ExecContext(ctx, qInsertAudit,
 		t.tenant, rec.Seq, rec.Time.UnixMicro(), rec.Actor, rec.Verb, rec.Namespace, rec.Resource, rec.Outcome,
 		rec.Policy, rec.Reason, rec.PrevHash, rec.Hash); err != nil {
 		return rec, fmt.Errorf("insert audit record: %w", err)
