@@ -13,4 +13,16 @@
 // order) and the most restrictive decision wins: deny > require_approval >
 // modify > allow. A rule that fails at run time counts as a deny, so policy
 // bugs fail closed.
+//
+// Variables a rule's `when` may read, by hook (CheckPolicy rejects a rule
+// that reads a variable its hooks never fill):
+//
+//	all hooks        hook, ns (the agent's namespace), environment, agent
+//	preflight        kind, object, models ([]"<provider>:<model>"), tools ([]{name, sideEffect})
+//	toolCallRequest  tool ({name, sideEffect}), input (the arguments)
+//	toolCallResult   tool, input, output (the result)
+//	modelCall        model ("<provider>:<model>"), input (the request)
+//
+// docs/resources.md calls the namespace variable `namespace`, but that
+// word is reserved in CEL and cannot be an identifier, hence `ns`.
 package policy

@@ -191,9 +191,26 @@ func (a *activation) ResolveName(name string) (any, bool) {
 	if v := a.vals[i]; v != nil {
 		return v, true
 	}
-	v := types.DefaultTypeAdapter.NativeToValue(a.native(name))
+	var v ref.Val
+	switch n := a.native(name).(type) {
+	case map[string]any:
+		v = refMap(n)
+	default:
+		v = types.DefaultTypeAdapter.NativeToValue(n)
+	}
 	a.vals[i] = v
 	return v, true
+}
+
+// refMap converts the top level of a JSON object to CEL values once, so
+// that twenty rules reading input.amount do not each convert it again;
+// nested values stay lazily wrapped.
+func refMap(m map[string]any) ref.Val {
+	out := make(map[ref.Val]ref.Val, len(m))
+	for k, v := range m {
+		out[types.String(k)] = types.DefaultTypeAdapter.NativeToValue(v)
+	}
+	return types.NewRefValMap(types.DefaultTypeAdapter, out)
 }
 
 // numVars is the number of declared variables.
