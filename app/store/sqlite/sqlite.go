@@ -77,6 +77,15 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("sqlite: create directory %s: %w", dir, err)
 		}
 	}
+	// Create the file 0600 before SQLite does (it would use 0644): it holds
+	// secrets and key hashes. SQLite gives -wal and -shm the same mode.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: create %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return nil, fmt.Errorf("sqlite: create %s: %w", path, err)
+	}
 	common := "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)"
 	writer, err := sql.Open("sqlite", "file:"+path+"?"+common+"&_pragma=journal_mode(WAL)&_txlock=immediate")
 	if err != nil {

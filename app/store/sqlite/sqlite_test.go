@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -37,6 +38,9 @@ func TestReopen(t *testing.T) {
 		return err
 	}))
 	res := listOnce(t, s, "t1", 1)
+	fi, err := os.Stat(path)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), "the database file is private")
 	require.NoError(t, s.Close())
 
 	// Migrations are idempotent and the continue-token key survives.

@@ -790,6 +790,22 @@ func testListen(t *testing.T, s store.Store) {
 	stop := s.Listen(rec.fn)
 	defer stop()
 
+	// When a callback runs, the commit it reports is visible.
+	visible := make(chan int, 1)
+	stopVisible := s.Listen(func(tenant string) {
+		if tenant != committed {
+			return
+		}
+		changes, err := s.ChangesSince(ctx, committed, 0, 100)
+		if err == nil {
+			select {
+			case visible <- len(changes):
+			default:
+			}
+		}
+	})
+	defer stopVisible()
+
 	// A slow listener never blocks the writer.
 	block := make(chan struct{})
 	stopSlow := s.Listen(func(string) { <-block })
@@ -812,6 +828,12 @@ func testListen(t *testing.T, s store.Store) {
 		create(t, s, committed, NewObject("Agent", "default", fmt.Sprint("a", i), nil, nil))
 	}
 	rec.waitFor(t, committed)
+	select {
+	case n := <-visible:
+		require.Positive(t, n, "the callback saw the committed change")
+	case <-time.After(10 * time.Second):
+		t.Fatal("no callback for the committed tenant")
+	}
 	require.Zero(t, rec.count(rolledBack), "no callback after rollback")
 	require.Zero(t, rec.count(quiet), "no callback without a change")
 
