@@ -269,6 +269,9 @@ func units(r rune) (uint16, uint16) {
 // parse decodes JSON text into generic values with json.Number numbers,
 // refusing duplicate keys and trailing data.
 func parse(raw []byte) (any, error) {
+	if err := checkSurrogates(raw); err != nil {
+		return nil, err
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	v, err := parseValue(dec)
@@ -279,6 +282,55 @@ func parse(raw []byte) (any, error) {
 		return nil, errors.New("jcs: data after the JSON value")
 	}
 	return v, nil
+}
+
+// ErrLoneSurrogate means a \u escape names half of a UTF-16 surrogate
+// pair without the other half; encoding/json would silently turn it into
+// U+FFFD, so two different inputs would share one canonical form.
+var ErrLoneSurrogate = errors.New("jcs: lone UTF-16 surrogate escape")
+
+// checkSurrogates scans the string escapes of raw JSON for \uD800-\uDFFF
+// that do not form a high-low pair.
+func checkSurrogates(raw []byte) error {
+	inString, pendingHigh := false, false
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if !inString {
+			if c == '"' {
+				inString = true
+			}
+			continue
+		}
+		isEscapeU := c == '\\' && i+5 < len(raw) && raw[i+1] == 'u'
+		var u uint64
+		if isEscapeU {
+			var err error
+			if u, err = strconv.ParseUint(string(raw[i+2:i+6]), 16, 16); err != nil {
+				isEscapeU = false
+			}
+		}
+		switch {
+		case isEscapeU && u >= 0xDC00 && u <= 0xDFFF:
+			if !pendingHigh {
+				return fmt.Errorf("%w at byte %d", ErrLoneSurrogate, i)
+			}
+			pendingHigh = false
+			i += 5
+			continue
+		case pendingHigh:
+			return fmt.Errorf("%w at byte %d", ErrLoneSurrogate, i)
+		case isEscapeU && u >= 0xD800 && u <= 0xDBFF:
+			pendingHigh = true
+			i += 5
+		case isEscapeU:
+			i += 5
+		case c == '\\':
+			i++ // skip the escaped character, which may be a quote
+		case c == '"':
+			inString = false
+		}
+	}
+	return nil
 }
 
 func parseValue(dec *json.Decoder) (any, error) {

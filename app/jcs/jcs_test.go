@@ -140,6 +140,9 @@ func TestCanonicalizeRejects(t *testing.T) {
 	}{
 		{"duplicate key", `{"a":1,"a":2}`, ErrDuplicateKey},
 		{"nested duplicate key", `[{"b":{"x":1,"x":1}}]`, ErrDuplicateKey},
+		{"lone high surrogate", `["\ud83d"]`, ErrLoneSurrogate},
+		{"lone low surrogate", `{"\ude00":1}`, ErrLoneSurrogate},
+		{"high surrogate then other escape", `"\ud83d\u0041"`, ErrLoneSurrogate},
 		{"trailing data", `{} {}`, nil},
 		{"truncated", `{"a":`, nil},
 		{"empty", ``, nil},
@@ -171,6 +174,7 @@ func TestMarshalGoValues(t *testing.T) {
 		{"string map and slice", map[string]any{"h": map[string]string{"b": "2", "a": "1"}, "l": []string{"x"}}, `{"h":{"a":"1","b":"2"},"l":["x"]}`},
 		{"struct through encoding/json", schema{Type: "object", Properties: map[string]any{"n": 1.50}}, `{"properties":{"n":1.5},"type":"object"}`},
 		{"nil", nil, `null`},
+		{"escaped backslash before u is no escape", json.RawMessage(`"\\ud800"`), `"\\ud800"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
