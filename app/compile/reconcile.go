@@ -358,8 +358,6 @@ func (rc *reconcile) denied(doc int, a affected, in *policy.Input, d policy.Deci
 		path = field
 	case subject.Kind == resource.KindPolicy && subject.Metadata.Name == d.Policy && subject.Metadata.Namespace == d.Namespace:
 		path = fmt.Sprintf("spec.rules[%d].when", d.RuleIndex)
-	case subject.Kind == resource.KindAgent:
-		path = "spec"
 	}
 	if what == "" {
 		what = "agent " + a.agent.Metadata.Name
