@@ -8,10 +8,13 @@
 -- list order is byte order, exactly as in the SQLite driver.
 
 -- The application role. It is cluster-wide and may already exist (another
--- database, or a parallel migration creating it at the same moment).
+-- database, or a parallel migration creating it at the same moment). When it
+-- exists the migrating role needs no CREATEROLE.
 DO $$
 BEGIN
-    CREATE ROLE warden_app LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE;
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'warden_app') THEN
+        CREATE ROLE warden_app LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE;
+    END IF;
 EXCEPTION WHEN duplicate_object OR unique_violation THEN
     NULL;
 END

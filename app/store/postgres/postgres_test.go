@@ -2,10 +2,13 @@ package postgres_test
 
 import (
 	"context"
+	neturl "net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/warden-dev/warden/app/store"
@@ -203,4 +206,48 @@ func BenchmarkList10k(b *testing.B) {
 func BenchmarkCreate1k(b *testing.B) {
 	url := pgtest.NewDatabase(b)
 	storetest.BenchmarkCreate(b, func(b *testing.B) store.Store { return open(b, url) })
+}
+
+// TestNonSuperuserOwner migrates as an ordinary role that owns the database
+// (not a superuser), as a managed Postgres would require: FORCE ROW LEVEL
+// SECURITY then applies to the owner too, and the API-key lookup must still
+// work through its SECURITY DEFINER function.
+func TestNonSuperuserOwner(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	owner := "warden_owner_" + strings.ReplaceAll(storetest.NewTenant()[2:], "-", "")
+	admin := adminConn(t, pgtest.AdminURL())
+	_, err := admin.Exec(ctx, `CREATE ROLE `+owner+` LOGIN NOSUPERUSER NOBYPASSRLS CREATEROLE`)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		conn, err := pgx.Connect(context.Background(), pgtest.AdminURL())
+		require.NoError(t, err)
+		defer func() { _ = conn.Close(context.Background()) }()
+		_, err = conn.Exec(context.Background(), `DROP ROLE IF EXISTS `+owner)
+		require.NoError(t, err)
+	})
+	dbURL := pgtest.NewDatabase(t) // dropped before the role (cleanups run last-in first-out)
+	u, err := neturl.Parse(dbURL)
+	require.NoError(t, err)
+	_, err = admin.Exec(ctx, `ALTER DATABASE `+pgx.Identifier{strings.TrimPrefix(u.Path, "/")}.Sanitize()+` OWNER TO `+owner)
+	require.NoError(t, err)
+	u.User = neturl.User(owner)
+
+	s := open(t, u.String())
+	tenant := storetest.NewTenant()
+	require.NoError(t, s.Update(ctx, tenant, func(ctx context.Context, tx store.Tx) error {
+		if _, err := tx.ResourceCreate(ctx, storetest.NewObject("Agent", "default", "a", nil, nil)); err != nil {
+			return err
+		}
+		return tx.APIKeyInsert(ctx, store.APIKey{SecretHash: "hash-" + tenant, Namespace: "*", Role: "admin"})
+	}))
+	key, err := s.APIKeyLookup(ctx, "hash-"+tenant)
+	require.NoError(t, err)
+	require.Equal(t, tenant, key.Tenant)
+
+	// The owner itself, connected directly, sees no tenant rows either.
+	ownerConn := adminConn(t, u.String())
+	var n int
+	require.NoError(t, ownerConn.QueryRow(ctx, `SELECT count(*) FROM resources`).Scan(&n))
+	require.Zero(t, n, "FORCE ROW LEVEL SECURITY applies to the owner")
 }
