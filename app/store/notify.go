@@ -28,7 +28,9 @@ func NewNotifier() *Notifier {
 }
 
 // Listen registers fn and returns a function that unregisters it. fn runs
-// on a goroutine of its own, one call at a time.
+// on a goroutine of its own, one call at a time. Once stop returns no new
+// call starts (a call already running finishes); stop never waits, so fn
+// may call it, and calling it twice is harmless.
 func (n *Notifier) Listen(fn func(tenant string)) (stop func()) {
 	s := &subscriber{
 		fn:      fn,

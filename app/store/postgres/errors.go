@@ -15,7 +15,6 @@ const (
 	codeUniqueViolation      = "23505"
 	codeSerializationFailure = "40001"
 	codeDeadlockDetected     = "40P01"
-	codeDuplicateObject      = "42710"
 )
 
 // interpretError maps pgx errors onto the store sentinels at the seam, in the
