@@ -25,6 +25,8 @@ type DocumentError struct {
 	Line int
 	// Message says what is wrong, naming the document (and line).
 	Message string
+	// Path is the field at fault when one is known (e.g. "metadata.name").
+	Path string
 }
 
 // Error returns the message.
@@ -210,7 +212,9 @@ func decodeObject(i int, raw json.RawMessage) (*Object, error) {
 		return nil, docErr(i, "%s: %v", kind, err)
 	}
 	if o.Metadata.Name == "" {
-		return nil, docErr(i, "%s: metadata.name is required", kind)
+		de := docErr(i, "%s: metadata.name is required", kind)
+		de.Path = "metadata.name"
+		return nil, de
 	}
 	o.Spec = normalizeMap(o.Spec)
 	o.Status = normalizeMap(o.Status)

@@ -1,14 +1,30 @@
-// Package server wires Warden's services onto their listeners.
+// Package server wires Warden's services onto their listeners: the control
+// plane's resource API (apply, validate, diff, CRUD, watch) with
+// authentication, role checks and an audit record for every call.
 package server
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"net"
 	"time"
 
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/warden-dev/warden/app/adapter"
+	"github.com/warden-dev/warden/app/apply"
+	"github.com/warden-dev/warden/app/auth"
+	"github.com/warden-dev/warden/app/compile"
+	"github.com/warden-dev/warden/app/events"
+	"github.com/warden-dev/warden/app/policy"
 	"github.com/warden-dev/warden/app/store"
+	"github.com/warden-dev/warden/app/watch"
 )
+
+// MaxBodyBytes is the largest request body any endpoint accepts (10 MiB).
+const MaxBodyBytes = 10 << 20
 
 // Config configures a Warden process.
 type Config struct {
@@ -16,18 +32,128 @@ type Config struct {
 	Logger *slog.Logger
 	// ControlAddr is the control plane listener, e.g. "127.0.0.1:8080".
 	ControlAddr string
-	Now         func() time.Time
+	// Compile holds the endpoints compiled manifests point agents at.
+	Compile compile.Options
+	// Adapters receive compiled manifests; nil means the local adapter.
+	Adapters *adapter.Registry
+	// BookmarkInterval is how often an idle watch stream gets a BOOKMARK
+	// (default 15s); it also detects clients that went away.
+	BookmarkInterval time.Duration
+	Now              func() time.Time
 }
 
-// Run serves until ctx is cancelled.
-// PLACEHOLDER: implemented by the API work.
-func Run(ctx context.Context, cfg Config) error { return errors.New("not implemented") }
+// WithDefaults returns a copy of c with defaults filled in.
+func (c Config) WithDefaults() Config {
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.ControlAddr == "" {
+		c.ControlAddr = "127.0.0.1:8080"
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.BookmarkInterval <= 0 {
+		c.BookmarkInterval = 15 * time.Second
+	}
+	c.Compile = c.Compile.WithDefaults()
+	if c.Adapters == nil {
+		c.Adapters = adapter.NewRegistry(adapter.NewLocal(c.Logger))
+	}
+	return c
+}
 
-// Bootstrap prepares a fresh local-mode store: tenant "default", namespace
-// "default", environments dev, staging and prod, and an admin API key whose
-// secret is returned once. When the store was already bootstrapped it returns
-// created=false and no key.
-// PLACEHOLDER: implemented by the API work.
-func Bootstrap(ctx context.Context, st store.Store, now func() time.Time) (adminKey string, created bool, err error) {
-	return "", false, errors.New("not implemented")
+// Validate reports configuration errors, naming the field.
+func (c Config) Validate() error {
+	if c.Store == nil {
+		return errors.New("server config: Store is required")
+	}
+	return nil
+}
+
+// Server is the control plane. Build it with New.
+type Server struct {
+	cfg      Config
+	store    store.Store
+	log      *slog.Logger
+	now      func() time.Time
+	authn    *auth.Authenticator
+	pipeline *apply.Pipeline
+	hub      *watch.Hub
+	bus      *events.Bus
+	app      *fiber.App
+	// base ends streams when the server shuts down.
+	base   context.Context
+	cancel context.CancelFunc
+}
+
+// New builds the control plane server.
+func New(cfg Config) (*Server, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	bus := events.NewBus()
+	compiler := compile.New(cfg.Compile, policy.NewEngine())
+	base, cancel := context.WithCancel(context.Background())
+	s := &Server{
+		cfg:   cfg,
+		store: cfg.Store,
+		log:   cfg.Logger,
+		now:   cfg.Now,
+		authn: auth.NewAuthenticator(cfg.Store, cfg.Now),
+		pipeline: apply.New(apply.Deps{
+			Store: cfg.Store, Compiler: compiler, Adapters: cfg.Adapters, Bus: bus, Logger: cfg.Logger, Now: cfg.Now,
+		}),
+		hub:    watch.NewHub(cfg.Store, cfg.Logger),
+		bus:    bus,
+		base:   base,
+		cancel: cancel,
+	}
+	s.app = s.routes()
+	return s, nil
+}
+
+// App returns the Fiber application, for tests.
+func (s *Server) App() *fiber.App { return s.app }
+
+// Bus returns the in-process event bus.
+func (s *Server) Bus() *events.Bus { return s.bus }
+
+// Serve serves on ln until ctx is cancelled, then shuts down gracefully.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	errc := make(chan error, 1)
+	go func() { errc <- s.app.Listener(ln) }()
+	select {
+	case err := <-errc:
+		s.close()
+		return err
+	case <-ctx.Done():
+	}
+	s.close()
+	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.app.ShutdownWithContext(shutdown); err != nil {
+		return fmt.Errorf("shut down control plane: %w", err)
+	}
+	return <-errc
+}
+
+func (s *Server) close() {
+	s.cancel()
+	s.hub.Close()
+}
+
+// Run serves the control plane on cfg.ControlAddr until ctx is cancelled.
+func Run(ctx context.Context, cfg Config) error {
+	s, err := New(cfg)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", s.cfg.ControlAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", s.cfg.ControlAddr, err)
+	}
+	s.log.InfoContext(ctx, "control plane listening", "addr", ln.Addr().String())
+	return s.Serve(ctx, ln)
 }

@@ -73,7 +73,6 @@ type feed struct {
 	base    int64          // the ring is complete from just after base
 	last    int64          // newest version read from the store
 	changed chan struct{}  // closed and replaced whenever ring grows
-	err     error
 }
 
 func (h *Hub) feedFor(ctx context.Context, tenant string) (*feed, error) {

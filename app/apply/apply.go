@@ -1,0 +1,375 @@
+package apply
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/warden-dev/warden/app/adapter"
+	"github.com/warden-dev/warden/app/apierr"
+	"github.com/warden-dev/warden/app/auth"
+	"github.com/warden-dev/warden/app/compile"
+	"github.com/warden-dev/warden/app/events"
+	"github.com/warden-dev/warden/app/policy"
+	"github.com/warden-dev/warden/app/resource"
+	"github.com/warden-dev/warden/app/store"
+)
+
+// Actions reported per document.
+const (
+	ActionCreated    = "created"
+	ActionConfigured = "configured"
+	ActionUnchanged  = "unchanged"
+)
+
+// ItemResult is the outcome for one document.
+type ItemResult struct {
+	Kind            string `json:"kind"`
+	Namespace       string `json:"namespace,omitempty"`
+	Name            string `json:"name"`
+	Action          string `json:"action,omitempty"`
+	ResourceVersion string `json:"resourceVersion,omitempty"`
+	Generation      int64  `json:"generation,omitempty"`
+}
+
+// Result is the outcome of an apply or a validation.
+type Result struct {
+	Items []ItemResult `json:"items"`
+	// Manifests names the compiled manifests written or refreshed.
+	Manifests []string `json:"manifests"`
+}
+
+// Pipeline runs applies. Build it with New.
+type Pipeline struct {
+	store    store.Store
+	compiler *compile.Compiler
+	adapters *adapter.Registry
+	bus      *events.Bus
+	log      *slog.Logger
+	now      func() time.Time
+}
+
+// Deps are the pipeline's collaborators.
+type Deps struct {
+	Store    store.Store
+	Compiler *compile.Compiler
+	Adapters *adapter.Registry
+	Bus      *events.Bus
+	Logger   *slog.Logger
+	Now      func() time.Time
+}
+
+// New returns a pipeline.
+func New(d Deps) *Pipeline {
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	if d.Bus == nil {
+		d.Bus = events.NewBus()
+	}
+	return &Pipeline{store: d.Store, compiler: d.Compiler, adapters: d.Adapters, bus: d.Bus, log: d.Logger, now: d.Now}
+}
+
+// Apply admits, stores, reconciles and compiles docs for principal p, all or
+// nothing. A rejected body answers an *apierr.Error with code
+// AdmissionRejected and every diagnostic.
+func (p *Pipeline) Apply(ctx context.Context, pr auth.Principal, docs []*resource.Object) (*Result, error) {
+	return p.run(ctx, pr, docs, false)
+}
+
+// Validate runs admission, reconcile and compile exactly as Apply does and
+// writes nothing.
+func (p *Pipeline) Validate(ctx context.Context, pr auth.Principal, docs []*resource.Object) (*Result, error) {
+	return p.run(ctx, pr, docs, true)
+}
+
+func (p *Pipeline) run(ctx context.Context, pr auth.Principal, docs []*resource.Object, validateOnly bool) (*Result, error) {
+	if len(docs) == 0 {
+		return nil, apierr.New(apierr.CodeInvalidRequest, "the body holds no documents")
+	}
+	if diags := p.admit(pr, docs); len(diags) > 0 {
+		return nil, rejected(diags)
+	}
+
+	res := &Result{Items: make([]ItemResult, len(docs)), Manifests: []string{}}
+	var pending []events.Event
+	var handOver []*resource.Object
+	now := p.now().UTC()
+
+	err := p.store.Update(ctx, pr.Tenant, func(ctx context.Context, tx store.Tx) error {
+		pending = pending[:0]
+		handOver = handOver[:0]
+		applied := make([]*resource.Object, len(docs))
+		for i, doc := range docs {
+			stored, action, err := write(ctx, tx, doc)
+			if err != nil {
+				return fmt.Errorf("document %d (%s %s): %w", i, doc.Kind, doc.Metadata.Name, err)
+			}
+			applied[i] = stored
+			res.Items[i] = ItemResult{
+				Kind: stored.Kind, Namespace: stored.Metadata.Namespace, Name: stored.Metadata.Name,
+				Action: action, ResourceVersion: stored.Metadata.ResourceVersion, Generation: stored.Metadata.Generation,
+			}
+			if action != ActionUnchanged {
+				pending = append(pending, events.Event{
+					Type: events.ResourceApplied, Time: now, Tenant: pr.Tenant, Namespace: stored.Metadata.Namespace,
+					Subject: stored.Kind + "/" + stored.Metadata.Name,
+					Data:    map[string]any{"action": action, "generation": stored.Metadata.Generation, "resourceVersion": stored.Metadata.ResourceVersion, "actor": pr.Subject},
+				})
+			}
+		}
+
+		if diags, err := checkNamespaces(ctx, tx, applied); err != nil || len(diags) > 0 {
+			if err != nil {
+				return err
+			}
+			return rejected(diags)
+		}
+		manifests, diags, err := p.compiler.Reconcile(ctx, tx, applied)
+		if err != nil {
+			return fmt.Errorf("reconcile: %w", err)
+		}
+		if len(diags) > 0 {
+			return rejected(diags)
+		}
+		for _, m := range manifests {
+			written, changed, err := writeManifest(ctx, tx, m)
+			if err != nil {
+				return fmt.Errorf("store manifest %s: %w", m.Metadata.Name, err)
+			}
+			res.Manifests = append(res.Manifests, written.Metadata.Name)
+			if err := markCompiled(ctx, tx, written, now); err != nil {
+				return err
+			}
+			if changed {
+				handOver = append(handOver, written)
+				pending = append(pending, events.Event{
+					Type: events.AgentCompiled, Time: now, Tenant: pr.Tenant, Namespace: written.Metadata.Namespace,
+					Subject: resource.KindAgent + "/" + agentName(written),
+					Data:    map[string]any{"manifest": written.Metadata.Name, "resourceVersion": written.Metadata.ResourceVersion},
+				})
+			}
+		}
+		if validateOnly {
+			return errValidateOnly
+		}
+		for i := range pending {
+			ev, err := tx.EventInsert(ctx, pending[i])
+			if err != nil {
+				return fmt.Errorf("record event %s: %w", pending[i].Type, err)
+			}
+			pending[i] = ev
+		}
+		return nil
+	})
+
+	if validateOnly && errors.Is(err, errValidateOnly) {
+		p.recordValidated(ctx, pr, docs, now)
+		for i := range res.Items {
+			res.Items[i].Action, res.Items[i].ResourceVersion, res.Items[i].Generation = "", "", 0
+		}
+		return res, nil
+	}
+	if err != nil {
+		return nil, mapStoreError(err)
+	}
+	for _, ev := range pending {
+		p.bus.Publish(ev)
+	}
+	p.handOver(ctx, handOver)
+	return res, nil
+}
+
+// admit defaults and checks every document without touching the store, and
+// refuses system-only kinds and documents outside the caller's scope.
+func (p *Pipeline) admit(pr auth.Principal, docs []*resource.Object) []compile.Diagnostic {
+	var diags []compile.Diagnostic
+	for i, doc := range docs {
+		resource.Default(doc)
+		add := func(path, code, msg string) {
+			diags = append(diags, compile.Diagnostic{Document: i, Kind: doc.Kind, Namespace: doc.Metadata.Namespace, Name: doc.Metadata.Name, Path: path, Code: code, Message: msg})
+		}
+		for _, fe := range resource.Validate(doc) {
+			add(fe.Path, fe.Code, fe.Message)
+		}
+		info, ok := resource.LookupKind(doc.Kind)
+		if !ok {
+			continue
+		}
+		if info.SystemOnly && !pr.System {
+			add("kind", resource.ErrCodeForbidden, fmt.Sprintf("%s records are written by Warden itself and cannot be applied", doc.Kind))
+			continue
+		}
+		if err := pr.Authorize(auth.VerbApply, doc.Metadata.Namespace); err != nil {
+			add("metadata.namespace", resource.ErrCodeForbidden, err.Error())
+		}
+		if doc.Kind == resource.KindPolicy {
+			for _, fe := range policy.CheckPolicy(doc) {
+				add(fe.Path, fe.Code, fe.Message)
+			}
+		}
+	}
+	return diags
+}
+
+// write stores one document: create, update, or leave unchanged.
+func write(ctx context.Context, tx store.Tx, doc *resource.Object) (*resource.Object, string, error) {
+	current, err := tx.ResourceGet(ctx, doc.Key())
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		if doc.Metadata.ResourceVersion != "" {
+			return nil, "", fmt.Errorf("%w: resourceVersion given for an object that does not exist", store.ErrConflict)
+		}
+		created, err := tx.ResourceCreate(ctx, doc)
+		return created, ActionCreated, err
+	case err != nil:
+		return nil, "", err
+	}
+	updated, err := tx.ResourceUpdate(ctx, doc)
+	if err != nil {
+		return nil, "", err
+	}
+	if updated.Metadata.ResourceVersion == current.Metadata.ResourceVersion {
+		return updated, ActionUnchanged, nil
+	}
+	return updated, ActionConfigured, nil
+}
+
+// writeManifest stores a compiled manifest and reports whether it changed.
+func writeManifest(ctx context.Context, tx store.Tx, m *resource.Object) (*resource.Object, bool, error) {
+	stored, action, err := write(ctx, tx, m)
+	if err != nil {
+		return nil, false, err
+	}
+	return stored, action != ActionUnchanged, nil
+}
+
+// markCompiled records the newest manifest in the agent's status.
+func markCompiled(ctx context.Context, tx store.Tx, manifest *resource.Object, now time.Time) error {
+	key := resource.Key{Kind: resource.KindAgent, Namespace: manifest.Metadata.Namespace, Name: agentName(manifest)}
+	agent, err := tx.ResourceGet(ctx, key)
+	if err != nil {
+		return fmt.Errorf("read agent %s: %w", key.Name, err)
+	}
+	status := agent.Status
+	if status == nil {
+		status = map[string]any{}
+	}
+	if status["compiledManifest"] == manifest.Metadata.Name && toInt64(status["observedGeneration"]) == agent.Metadata.Generation {
+		return nil
+	}
+	status["compiledManifest"] = manifest.Metadata.Name
+	status["observedGeneration"] = agent.Metadata.Generation
+	status["conditions"] = []any{map[string]any{
+		"type": "Compiled", "status": "True", "reason": "ManifestCompiled",
+		"message":            "compiled to " + manifest.Metadata.Name,
+		"lastTransitionTime": now.Format(time.RFC3339),
+	}}
+	if _, err := tx.ResourceUpdateStatus(ctx, key, status, ""); err != nil {
+		return fmt.Errorf("update agent %s status: %w", key.Name, err)
+	}
+	return nil
+}
+
+func (p *Pipeline) recordValidated(ctx context.Context, pr auth.Principal, docs []*resource.Object, now time.Time) {
+	names := make([]any, len(docs))
+	for i, d := range docs {
+		names[i] = d.Kind + "/" + d.Metadata.Name
+	}
+	ev := events.Event{Type: events.ResourceValidated, Time: now, Tenant: pr.Tenant, Data: map[string]any{"documents": names, "actor": pr.Subject}}
+	err := p.store.Update(ctx, pr.Tenant, func(ctx context.Context, tx store.Tx) error {
+		var err error
+		ev, err = tx.EventInsert(ctx, ev)
+		return err
+	})
+	if err != nil {
+		p.log.WarnContext(ctx, "record ResourceValidated event", "err", err)
+		return
+	}
+	p.bus.Publish(ev)
+}
+
+func (p *Pipeline) handOver(ctx context.Context, manifests []*resource.Object) {
+	if p.adapters == nil {
+		return
+	}
+	for _, m := range manifests {
+		if err := p.adapters.HandOver(ctx, m); err != nil {
+			p.log.WarnContext(ctx, "hand-over to runtime adapter failed", "manifest", m.Metadata.Name, "err", err)
+		}
+	}
+}
+
+func agentName(manifest *resource.Object) string {
+	if a, ok := manifest.Spec["agent"].(map[string]any); ok {
+		if n, ok := a["name"].(string); ok {
+			return n
+		}
+	}
+	return ""
+}
+
+func toInt64(v any) int64 {
+	switch t := v.(type) {
+	case int64:
+		return t
+	case int:
+		return int64(t)
+	case float64:
+		return int64(t)
+	}
+	return 0
+}
+
+// mapStoreError turns store sentinels into API errors; an *apierr.Error
+// passes through unchanged.
+func mapStoreError(err error) error {
+	if e, ok := apierr.As(err); ok {
+		return e
+	}
+	switch {
+	case errors.Is(err, store.ErrConflict):
+		return apierr.New(apierr.CodeConflict, "%s", err.Error())
+	case errors.Is(err, store.ErrNotFound):
+		return apierr.New(apierr.CodeNotFound, "%s", err.Error())
+	case errors.Is(err, store.ErrAlreadyExists):
+		return apierr.New(apierr.CodeConflict, "%s", err.Error())
+	}
+	return err
+}
+
+// checkNamespaces requires every namespaced document's namespace to exist,
+// in the store or earlier in the same body.
+func checkNamespaces(ctx context.Context, tx store.Tx, applied []*resource.Object) ([]compile.Diagnostic, error) {
+	exists := map[string]bool{}
+	var diags []compile.Diagnostic
+	for i, o := range applied {
+		ns := o.Metadata.Namespace
+		if ns == "" {
+			continue
+		}
+		ok, seen := exists[ns]
+		if !seen {
+			_, err := tx.ResourceGet(ctx, resource.Key{Kind: resource.KindNamespace, Name: ns})
+			switch {
+			case err == nil:
+				ok = true
+			case errors.Is(err, store.ErrNotFound):
+			default:
+				return nil, fmt.Errorf("look up namespace %s: %w", ns, err)
+			}
+			exists[ns] = ok
+		}
+		if !ok {
+			diags = append(diags, compile.Diagnostic{Document: i, Kind: o.Kind, Namespace: ns, Name: o.Metadata.Name,
+				Path: "metadata.namespace", Code: resource.ErrCodeNotFound,
+				Message: fmt.Sprintf("namespace %q does not exist; create it first (kind: Namespace)", ns)})
+		}
+	}
+	return diags, nil
+}

@@ -1,0 +1,26 @@
+package apply
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/warden-dev/warden/app/apierr"
+	"github.com/warden-dev/warden/app/compile"
+)
+
+// errValidateOnly rolls back the transaction of a validation run.
+var errValidateOnly = errors.New("validate only: roll back")
+
+// rejected builds the 422 AdmissionRejected error that carries every
+// diagnostic.
+func rejected(diags []compile.Diagnostic) *apierr.Error {
+	msg := fmt.Sprintf("apply rejected: %d problem(s)", len(diags))
+	if len(diags) > 0 {
+		d := diags[0]
+		msg = fmt.Sprintf("apply rejected: document %d (%s %s): %s: %s", d.Document, d.Kind, d.Name, d.Path, d.Message)
+		if len(diags) > 1 {
+			msg += fmt.Sprintf(" (and %d more)", len(diags)-1)
+		}
+	}
+	return apierr.New(apierr.CodeAdmissionRejected, "%s", msg).WithDetails(map[string]any{"diagnostics": diags})
+}

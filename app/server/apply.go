@@ -1,0 +1,191 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"sort"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/warden-dev/warden/app/apierr"
+	"github.com/warden-dev/warden/app/apply"
+	"github.com/warden-dev/warden/app/auth"
+	"github.com/warden-dev/warden/app/compile"
+	"github.com/warden-dev/warden/app/resource"
+	"github.com/warden-dev/warden/app/store"
+)
+
+// decodeBody parses a multi-document body; a syntax error is an admission
+// diagnostic naming the document, so it reads like every other rejection.
+func decodeBody(c *fiber.Ctx) ([]*resource.Object, error) {
+	docs, err := resource.DecodeDocuments(c.Body())
+	if err == nil {
+		return docs, nil
+	}
+	var de *resource.DocumentError
+	if errors.As(err, &de) {
+		return nil, apierr.New(apierr.CodeAdmissionRejected, "rejected: %s", de.Message).
+			WithDetails(map[string]any{"diagnostics": []compile.Diagnostic{{Document: de.Document, Path: de.Path, Code: resource.ErrCodeInvalid, Message: de.Message}}})
+	}
+	return nil, badRequest("%s", err.Error())
+}
+
+func (s *Server) recordBody(c *fiber.Ctx, verb string, docs []*resource.Object) {
+	a := auditOf(c)
+	a.verb = verb
+	names := make([]string, 0, len(docs))
+	seen := map[string]bool{}
+	for _, d := range docs {
+		if !seen[d.Metadata.Namespace] {
+			seen[d.Metadata.Namespace] = true
+			names = append(names, d.Metadata.Namespace)
+		}
+	}
+	sort.Strings(names)
+	if len(names) == 1 {
+		a.namespace = names[0]
+	}
+	if len(docs) == 1 {
+		a.resource = docs[0].Key().String()
+	} else {
+		a.resource = "multi-document body"
+	}
+}
+
+type applyResponse struct {
+	APIVersion string             `json:"apiVersion"`
+	Kind       string             `json:"kind"`
+	Items      []apply.ItemResult `json:"items"`
+	Manifests  []string           `json:"manifests"`
+}
+
+func (s *Server) handleApply(c *fiber.Ctx) error {
+	docs, err := decodeBody(c)
+	if err != nil {
+		return err
+	}
+	s.recordBody(c, auth.VerbApply, docs)
+	res, err := s.pipeline.Apply(c.UserContext(), principal(c), docs)
+	if err != nil {
+		return err
+	}
+	return c.JSON(applyResponse{APIVersion: resource.GroupVersion, Kind: "ApplyResult", Items: res.Items, Manifests: res.Manifests})
+}
+
+type validateResponse struct {
+	APIVersion string             `json:"apiVersion"`
+	Kind       string             `json:"kind"`
+	Valid      bool               `json:"valid"`
+	Items      []apply.ItemResult `json:"items"`
+}
+
+func (s *Server) handleValidate(c *fiber.Ctx) error {
+	docs, err := decodeBody(c)
+	if err != nil {
+		return err
+	}
+	s.recordBody(c, "validate", docs)
+	res, err := s.pipeline.Validate(c.UserContext(), principal(c), docs)
+	if err != nil {
+		return err
+	}
+	return c.JSON(validateResponse{APIVersion: resource.GroupVersion, Kind: "ValidationResult", Valid: true, Items: res.Items})
+}
+
+// Diff actions.
+const (
+	diffCreate    = "create"
+	diffUpdate    = "update"
+	diffUnchanged = "unchanged"
+)
+
+type diffItem struct {
+	Kind      string                 `json:"kind"`
+	Namespace string                 `json:"namespace,omitempty"`
+	Name      string                 `json:"name"`
+	Action    string                 `json:"action"`
+	Changes   []resource.FieldChange `json:"changes"`
+}
+
+type diffResponse struct {
+	APIVersion string     `json:"apiVersion"`
+	Kind       string     `json:"kind"`
+	Items      []diffItem `json:"items"`
+}
+
+// handleDiff compares each document, after defaulting, with what is stored.
+// Secret values are never shown: a changed value reads "(redacted)".
+func (s *Server) handleDiff(c *fiber.Ctx) error {
+	docs, err := decodeBody(c)
+	if err != nil {
+		return err
+	}
+	s.recordBody(c, "diff", docs)
+	p := principal(c)
+	var diags []compile.Diagnostic
+	for i, d := range docs {
+		resource.Default(d)
+		for _, fe := range resource.Validate(d) {
+			diags = append(diags, compile.Diagnostic{Document: i, Kind: d.Kind, Namespace: d.Metadata.Namespace, Name: d.Metadata.Name, Path: fe.Path, Code: fe.Code, Message: fe.Message})
+		}
+		if err := p.Authorize(auth.VerbGet, d.Metadata.Namespace); err != nil {
+			diags = append(diags, compile.Diagnostic{Document: i, Kind: d.Kind, Namespace: d.Metadata.Namespace, Name: d.Metadata.Name, Path: "metadata.namespace", Code: resource.ErrCodeForbidden, Message: err.Error()})
+		}
+	}
+	if len(diags) > 0 {
+		return apierr.New(apierr.CodeAdmissionRejected, "diff rejected: %d problem(s), first: document %d: %s: %s", len(diags), diags[0].Document, diags[0].Path, diags[0].Message).
+			WithDetails(map[string]any{"diagnostics": diags})
+	}
+	items := make([]diffItem, len(docs))
+	err = s.store.View(c.UserContext(), p.Tenant, func(ctx context.Context, r store.Reader) error {
+		for i, d := range docs {
+			item := diffItem{Kind: d.Kind, Namespace: d.Metadata.Namespace, Name: d.Metadata.Name, Changes: []resource.FieldChange{}}
+			current, err := r.ResourceGet(ctx, d.Key())
+			switch {
+			case errors.Is(err, store.ErrNotFound):
+				item.Action = diffCreate
+				item.Changes = resource.Diff(nil, redactForDiff(d, nil))
+			case err != nil:
+				return err
+			default:
+				item.Changes = resource.Diff(redactForDiff(current, nil), redactForDiff(d, current))
+				item.Action = diffUnchanged
+				if len(item.Changes) > 0 {
+					item.Action = diffUpdate
+				}
+			}
+			items[i] = item
+		}
+		return nil
+	})
+	if err != nil {
+		return storeError(err)
+	}
+	return c.JSON(diffResponse{APIVersion: resource.GroupVersion, Kind: "DiffResult", Items: items})
+}
+
+// redactForDiff hides secret values. A value equal to the stored one (other)
+// shows as unchanged; any other value shows as "(redacted)".
+func redactForDiff(o, other *resource.Object) *resource.Object {
+	if o.Kind != resource.KindSecret {
+		return o
+	}
+	c := o.DeepCopy()
+	data, _ := c.Spec["data"].(map[string]any)
+	var stored map[string]any
+	if other != nil {
+		stored, _ = other.Spec["data"].(map[string]any)
+	}
+	red := make(map[string]any, len(data))
+	for k, v := range data {
+		if other != nil && stored[k] != v {
+			red[k] = "(redacted, changed)"
+			continue
+		}
+		red[k] = "(redacted)"
+	}
+	if c.Spec != nil && data != nil {
+		c.Spec["data"] = red
+	}
+	return c
+}

@@ -1,0 +1,202 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/warden-dev/warden/app/apierr"
+	"github.com/warden-dev/warden/app/audit"
+	"github.com/warden-dev/warden/app/auth"
+	"github.com/warden-dev/warden/app/store"
+)
+
+// Keys of per-request values kept in fiber locals.
+const (
+	localRequestID = "warden.requestID"
+	localPrincipal = "warden.principal"
+	localAudit     = "warden.audit"
+)
+
+// auditInfo is filled by handlers so the audit middleware can record what a
+// call touched.
+type auditInfo struct {
+	verb      string
+	namespace string
+	resource  string
+	policy    string
+}
+
+// hardBodyLimit is where the HTTP transport stops reading and drops the
+// connection.
+const hardBodyLimit = 4 * MaxBodyBytes
+
+// limitBody answers 413 for bodies over MaxBodyBytes.
+func limitBody(c *fiber.Ctx) error {
+	if c.Request().Header.ContentLength() > MaxBodyBytes || len(c.Body()) > MaxBodyBytes {
+		return apierr.New(apierr.CodePayloadTooLarge, "the request body is larger than the limit of %d bytes", MaxBodyBytes)
+	}
+	return c.Next()
+}
+
+func (s *Server) requestID(c *fiber.Ctx) error {
+	id := c.Get("X-Request-Id")
+	if id == "" || len(id) > 64 {
+		b := make([]byte, 8)
+		_, _ = rand.Read(b)
+		id = hex.EncodeToString(b)
+	}
+	c.Locals(localRequestID, id)
+	c.Set("X-Request-Id", id)
+	return c.Next()
+}
+
+// authenticate resolves the caller; nothing under /v1 runs without one.
+func (s *Server) authenticate(c *fiber.Ctx) error {
+	p, err := s.authn.Authenticate(c.UserContext(), c.Get(fiber.HeaderAuthorization))
+	if err != nil {
+		if errors.Is(err, auth.ErrUnauthenticated) {
+			s.log.InfoContext(c.UserContext(), "unauthenticated request", "method", c.Method(), "path", c.Path(), "reason", err.Error(), "requestId", c.Locals(localRequestID))
+			c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="warden"`)
+			return apierr.New(apierr.CodeUnauthenticated, "a valid credential is required: send Authorization: Bearer <api key or token>")
+		}
+		return err
+	}
+	c.Locals(localPrincipal, p)
+	c.SetUserContext(auth.WithPrincipal(c.UserContext(), p))
+	return c.Next()
+}
+
+// audit writes one audit record per authenticated call, whatever its outcome.
+func (s *Server) audit(c *fiber.Ctx) error {
+	info := &auditInfo{}
+	c.Locals(localAudit, info)
+	err := c.Next()
+	p := principal(c)
+	status := c.Response().StatusCode()
+	if err != nil {
+		status = statusOf(err)
+	}
+	outcome := audit.OutcomeAllowed
+	switch {
+	case status == http.StatusForbidden:
+		outcome = audit.OutcomeDenied
+	case status >= 400:
+		outcome = audit.OutcomeFailed
+	}
+	verb := info.verb
+	if verb == "" {
+		verb = strings.ToLower(c.Method())
+	}
+	rec := audit.Record{
+		Time: s.now().UTC(), Tenant: p.Tenant, Actor: p.Subject, Verb: verb, Namespace: info.namespace,
+		Resource: info.resource, Outcome: outcome, Policy: info.policy,
+	}
+	if rec.Policy == "" {
+		rec.Policy = p.EffectivePolicy()
+	}
+	if err != nil {
+		if e, ok := apierr.As(err); ok {
+			rec.Reason = e.Code
+		} else {
+			rec.Reason = apierr.CodeInternal
+		}
+	}
+	// The audit write must not be lost when the client goes away mid-call.
+	ctx := context.WithoutCancel(c.UserContext())
+	werr := s.store.Update(ctx, p.Tenant, func(ctx context.Context, tx store.Tx) error {
+		_, err := tx.AuditInsert(ctx, rec)
+		return err
+	})
+	if werr != nil {
+		s.log.ErrorContext(ctx, "write audit record", "err", werr, "requestId", c.Locals(localRequestID))
+		if err == nil {
+			return apierr.New(apierr.CodeInternal, "the call could not be audited")
+		}
+	}
+	return err
+}
+
+func principal(c *fiber.Ctx) auth.Principal {
+	p, _ := c.Locals(localPrincipal).(auth.Principal)
+	return p
+}
+
+func auditOf(c *fiber.Ctx) *auditInfo {
+	if a, ok := c.Locals(localAudit).(*auditInfo); ok {
+		return a
+	}
+	return &auditInfo{}
+}
+
+func statusOf(err error) int {
+	if e, ok := apierr.As(err); ok {
+		return e.Status()
+	}
+	var fe *fiber.Error
+	if errors.As(err, &fe) {
+		return fe.Code
+	}
+	return http.StatusInternalServerError
+}
+
+// errorHandler renders every error in the documented shape. Internal error
+// text never reaches the client; it goes to the log with the request id.
+func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
+	e, ok := apierr.As(err)
+	if !ok {
+		var fe *fiber.Error
+		switch {
+		case errors.As(err, &fe) && fe.Code == http.StatusRequestEntityTooLarge:
+			e = apierr.New(apierr.CodePayloadTooLarge, "the request body is larger than the limit of %d bytes", MaxBodyBytes)
+		case errors.As(err, &fe) && fe.Code == http.StatusNotFound:
+			e = apierr.New(apierr.CodeNotFound, "%s", fe.Message)
+		case errors.As(err, &fe) && fe.Code == http.StatusMethodNotAllowed:
+			e = apierr.New(apierr.CodeInvalidRequest, "method %s is not allowed on %s", c.Method(), c.Path())
+		case errors.As(err, &fe) && fe.Code < 500:
+			e = apierr.New(apierr.CodeInvalidRequest, "%s", fe.Message)
+		case errors.Is(err, context.DeadlineExceeded):
+			e = apierr.New(apierr.CodeTimeout, "the request timed out")
+		default:
+			s.log.ErrorContext(c.UserContext(), "internal error", "err", err, "method", c.Method(), "path", c.Path(), "requestId", c.Locals(localRequestID))
+			e = apierr.New(apierr.CodeInternal, "internal error (request id %v)", c.Locals(localRequestID))
+		}
+	}
+	return c.Status(e.Status()).JSON(apierr.Body{Error: e})
+}
+
+func badRequest(format string, args ...any) *apierr.Error {
+	return apierr.New(apierr.CodeInvalidRequest, format, args...)
+}
+
+func notFound(format string, args ...any) *apierr.Error {
+	return apierr.New(apierr.CodeNotFound, format, args...)
+}
+
+func forbidden(err error) *apierr.Error {
+	return apierr.New(apierr.CodeForbidden, "%s", err.Error())
+}
+
+// storeError maps store sentinels onto API errors.
+func storeError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, store.ErrNotFound):
+		return apierr.New(apierr.CodeNotFound, "%s", err.Error())
+	case errors.Is(err, store.ErrConflict):
+		return apierr.New(apierr.CodeConflict, "%s", err.Error())
+	case errors.Is(err, store.ErrAlreadyExists):
+		return apierr.New(apierr.CodeConflict, "%s", err.Error())
+	case errors.Is(err, store.ErrGone):
+		return apierr.New(apierr.CodeGone, "%s; list again and watch from the list's resourceVersion", err.Error())
+	case errors.Is(err, store.ErrInvalidContinue):
+		return apierr.New(apierr.CodeInvalidRequest, "%s; start the list again without continue", err.Error())
+	}
+	return err
+}

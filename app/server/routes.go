@@ -1,0 +1,50 @@
+package server
+
+import (
+	"github.com/gofiber/fiber/v2"
+)
+
+// methodWatch is the WATCH method SPEC.md names for the change feed.
+const methodWatch = "WATCH"
+
+func (s *Server) routes() *fiber.App {
+	app := fiber.New(fiber.Config{
+		AppName: "warden",
+		// The transport's hard cap sits above MaxBodyBytes so that a body a
+		// little over the limit is read and answered with a clean 413 in the
+		// documented shape (limitBody) instead of a reset connection.
+		BodyLimit:             hardBodyLimit,
+		DisableStartupMessage: true,
+		ErrorHandler:          s.errorHandler,
+		RequestMethods:        append(append([]string{}, fiber.DefaultMethods...), methodWatch),
+		// Streams (watch) must not be cut by a write deadline.
+		ReadTimeout: 0,
+	})
+	app.Use(s.requestID, limitBody)
+	app.Get("/healthz", func(c *fiber.Ctx) error { return c.SendString("ok") })
+
+	v1 := app.Group("/v1", s.authenticate, s.audit)
+	v1.Post("/resources/apply", s.handleApply)
+	v1.Post("/resources/validate", s.handleValidate)
+	v1.Post("/resources/diff", s.handleDiff)
+	v1.Get("/resources", s.handleWatch)
+	v1.Add(methodWatch, "/resources", s.handleWatch)
+
+	v1.Get("/namespaces/:ns/:plural", s.handleList)
+	v1.Get("/namespaces/:ns/:plural/:name", s.handleGet)
+	v1.Patch("/namespaces/:ns/:plural/:name", s.handlePatch)
+	v1.Delete("/namespaces/:ns/:plural/:name", s.handleDelete)
+	v1.Put("/namespaces/:ns/:plural/:name/status", s.handlePutStatus)
+
+	// Tenant-scope kinds: /v1/namespaces, /v1/tenants.
+	v1.Get("/:plural", s.handleList)
+	v1.Get("/:plural/:name", s.handleGet)
+	v1.Patch("/:plural/:name", s.handlePatch)
+	v1.Delete("/:plural/:name", s.handleDelete)
+	v1.Put("/:plural/:name/status", s.handlePutStatus)
+
+	app.Use(func(c *fiber.Ctx) error {
+		return notFound("no route for %s %s", c.Method(), c.Path())
+	})
+	return app
+}
