@@ -190,6 +190,9 @@ func (p *Pipeline) run(ctx context.Context, pr auth.Principal, docs []*resource.
 func (p *Pipeline) admit(pr auth.Principal, docs []*resource.Object) []compile.Diagnostic {
 	var diags []compile.Diagnostic
 	for i, doc := range docs {
+		// status is a subresource: a body may carry it (a read-back being
+		// re-applied), but apply never writes it.
+		doc.Status = nil
 		resource.Default(doc)
 		add := func(path, code, msg string) {
 			diags = append(diags, compile.Diagnostic{Document: i, Kind: doc.Kind, Namespace: doc.Metadata.Namespace, Name: doc.Metadata.Name, Path: path, Code: code, Message: msg})

@@ -380,6 +380,16 @@ func TestPolicyPreflightRejectsDeniedModel(t *testing.T) {
 	require.Equal(t, 2, count(t, b, "deployments"))
 }
 
+func TestAppliedStatusIsIgnored(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "sqlite://"+filepath.Join(t.TempDir(), "w.db"))
+	doc := fmt.Sprintf(toolDoc, "forged.status") + "status:\n  phase: Approved\n"
+	require.Equal(t, http.StatusOK, b.apply(t, doc).status)
+	r := b.do(t, http.MethodGet, "/v1/namespaces/default/tools/forged.status", "", nil)
+	require.Equal(t, http.StatusOK, r.status)
+	require.Nil(t, r.json(t)["status"], "status is a subresource and apply must not write it")
+}
+
 func TestAuthenticationAndAudit(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "sqlite://"+filepath.Join(t.TempDir(), "w.db"))

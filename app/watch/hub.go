@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/warden-dev/warden/app/resource"
 	"github.com/warden-dev/warden/app/store"
@@ -27,14 +28,43 @@ type Hub struct {
 	mu      sync.Mutex
 	tenants map[string]*feed
 	stop    func()
+	quit    chan struct{}
 	closed  bool
 }
 
+// PollInterval is how often every tenant feed re-reads the change log even
+// without a commit signal. Signals are hints: one sent while a replica's
+// listener reconnects is lost, and the poll bounds how late such a change
+// can arrive.
+const PollInterval = 2 * time.Second
+
 // NewHub returns a hub listening to st's commits.
 func NewHub(st store.Store, log *slog.Logger) *Hub {
-	h := &Hub{store: st, log: log, tenants: map[string]*feed{}}
-	h.stop = st.Listen(h.notify)
+	h := &Hub{store: st, log: log, tenants: map[string]*feed{}, quit: make(chan struct{})}
+	stopListen := st.Listen(h.notify)
+	go h.poll()
+	h.stop = func() {
+		stopListen()
+		close(h.quit)
+	}
 	return h
+}
+
+func (h *Hub) poll() {
+	t := time.NewTicker(PollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.quit:
+			return
+		case <-t.C:
+			h.mu.Lock()
+			for _, f := range h.tenants {
+				f.poke()
+			}
+			h.mu.Unlock()
+		}
+	}
 }
 
 // Close stops listening; open watches end.
