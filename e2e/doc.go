@@ -1,8 +1,9 @@
-// Package e2e will hold whole-system tests: a real `warden up` process
-// driven through the CLI, the API and a headless browser (chromedp with the
-// Debian chromium package), each scenario from a clean WARDEN_HOME.
+// Package e2e holds whole-system tests of the control plane core: the real
+// server on a loopback listener over a real store (SQLite, and PostgreSQL
+// through pgtest), bootstrapped exactly as `warden up` does, driven by the
+// real CLI (cli.RunWith) with the commands of the README's tour; and
+// `warden up` itself, run in-process from a clean WARDEN_HOME.
 //
-// Nothing lives here yet; the end-to-end tests of the control plane core
-// live beside the server for now, and this package gains its first tests
-// with the web console.
+// The tests need PostgreSQL at TEST_DATABASE_URL (see
+// docs/operations.md) and read the example fleet from ../examples/fleet.
 package e2e

@@ -32,8 +32,11 @@ func newApplyCmd(a *app) *cobra.Command {
 			for _, it := range res.Items {
 				fmt.Fprintf(w, "%s %s\n", describeRef(it.Kind, it.Namespace, it.Name), it.Action)
 			}
+			// The API lists every manifest the apply compiled, new or
+			// already stored (an unchanged agent recompiles to the same
+			// manifest), so "created" would claim too much.
 			for _, m := range res.Manifests {
-				fmt.Fprintf(w, "compiledagentmanifest %s created\n", m)
+				fmt.Fprintf(w, "compiledagentmanifest %s compiled\n", m)
 			}
 			return nil
 		},

@@ -407,7 +407,7 @@ func TestCommands(t *testing.T) {
 		// apply
 		{
 			name: "apply a directory as one body", args: []string{"apply", "-f", "$DIR/fleet"}, empty: true,
-			wantOut:    []string{"agent/support-bot created\n", "model/gpt-4o created\n", "tool/zendesk.search created\n", "tool/zendesk.reply created\n", "compiledagentmanifest support-bot-g1 created\n"},
+			wantOut:    []string{"agent/support-bot created\n", "model/gpt-4o created\n", "tool/zendesk.search created\n", "tool/zendesk.reply created\n", "compiledagentmanifest support-bot-g1 compiled\n"},
 			wantNotOut: []string{"deployment"},
 		},
 		{
@@ -501,6 +501,9 @@ func TestCommands(t *testing.T) {
 		{name: "unknown flag", args: []string{"get", "agents", "--bogus"}, wantCode: ExitUsage, wantErr: []string{"unknown flag: --bogus"}},
 		{name: "help", args: []string{"--help"}, wantOut: []string{"apply", "diff", "up"}, wantNotOut: []string{"approvals", "toolcalls top"}},
 		{name: "up with an unknown store", args: []string{"up", "--store", "bogus://x"}, wantCode: ExitFailure, wantErr: []string{"open store bogus://x"}},
+		{name: "up port defaults to 8080", args: []string{"up", "--help"}, wantOut: []string{"--port int", "(default 8080)"}},
+		{name: "up with a port out of range", args: []string{"up", "--port", "0"}, wantCode: ExitUsage, wantErr: []string{"--port 0 is not a TCP port"}},
+		{name: "up with a non-numeric port", args: []string{"up", "--port", "http"}, wantCode: ExitUsage, wantErr: []string{"invalid argument \"http\" for \"--port\""}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -541,7 +544,7 @@ func TestApplyThenGetRoundTrip(t *testing.T) {
 	res = fx.run(t, nil, "", "apply", "-f", filepath.Join(fx.dir, "changed"))
 	require.Equal(t, ExitOK, res.code, res.stderr)
 	require.Contains(t, res.stdout, "agent/support-bot configured")
-	require.Contains(t, res.stdout, "compiledagentmanifest support-bot-g2 created")
+	require.Contains(t, res.stdout, "compiledagentmanifest support-bot-g2 compiled")
 }
 
 func TestSplitDocuments(t *testing.T) {

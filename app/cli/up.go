@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"github.com/spf13/cobra"
 
@@ -17,11 +18,13 @@ import (
 	"github.com/warden-dev/warden/app/store/backend"
 )
 
-// controlPort is the control plane's port (docs/operations.md lists all).
-const controlPort = "8080"
+// defaultControlPort is the control plane's port (docs/operations.md lists
+// all).
+const defaultControlPort = 8080
 
 func newUpCmd(a *app) *cobra.Command {
 	var dataDir, storeURL, listenHost string
+	var port int
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Start Warden locally: every service in one process on the embedded store",
@@ -33,17 +36,21 @@ environments dev, staging and prod, and an admin API key, which it writes to
 $WARDEN_HOME/config.yaml as the context "local" and makes current.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.up(cmd.Context(), dataDir, storeURL, listenHost)
+			if port < 1 || port > 65535 {
+				return usagef("--port %d is not a TCP port (1-65535)", port)
+			}
+			return a.up(cmd.Context(), dataDir, storeURL, listenHost, port)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&dataDir, "data-dir", "", "directory of the embedded store (default $WARDEN_HOME, i.e. ~/.warden)")
 	f.StringVar(&storeURL, "store", "", "store URL: sqlite://PATH or postgres://… (default sqlite://<data-dir>/warden.db)")
 	f.StringVar(&listenHost, "listen-host", "127.0.0.1", "address the listeners bind to; 0.0.0.0 exposes Warden to the network")
+	f.IntVar(&port, "port", defaultControlPort, "port of the control plane API")
 	return cmd
 }
 
-func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string) error {
+func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port int) error {
 	home, err := clientconfig.Home(a.env.LookupEnv)
 	if err != nil {
 		return err
@@ -73,6 +80,7 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string) erro
 	if err != nil {
 		return fmt.Errorf("bootstrap: %w", err)
 	}
+	controlPort := strconv.Itoa(port)
 	controlURL := "http://" + net.JoinHostPort(clientHost(listenHost), controlPort)
 	w := a.env.Stdout
 	if created {
