@@ -81,7 +81,10 @@ type reconcile struct {
 	// broken are the applied policies (namespace/name) whose CEL did not
 	// compile; they are reported once at their rules, not again as a
 	// fail-closed deny of every agent they bind.
-	broken    map[string]bool
+	broken map[string]bool
+	// specs caches decoded agent specs by key: an apply of many
+	// documents asks about the same agents once per document.
+	specs     map[resource.Key]*resource.AgentSpec
 	diags     []Diagnostic
 	manifests []*resource.Object
 }
@@ -174,7 +177,8 @@ func (rc *reconcile) affectedAgents(ctx context.Context) ([]affected, error) {
 					return nil, err
 				}
 				for _, a := range agents {
-					if references(a, o) {
+					spec := rc.agentSpec(a)
+					if spec != nil && references(a, spec, o) {
 						note(a, i)
 					}
 				}
@@ -189,6 +193,24 @@ func (rc *reconcile) affectedAgents(ctx context.Context) ([]affected, error) {
 		return strings.Compare(a.agent.Metadata.Namespace+"/"+a.agent.Metadata.Name, b.agent.Metadata.Namespace+"/"+b.agent.Metadata.Name)
 	})
 	return out, nil
+}
+
+// agentSpec decodes a stored agent's spec once per reconcile; nil when it
+// does not decode (such an agent cannot reference anything).
+func (rc *reconcile) agentSpec(a *resource.Object) *resource.AgentSpec {
+	k := a.Key()
+	if s, ok := rc.specs[k]; ok {
+		return s
+	}
+	var out *resource.AgentSpec
+	if spec, err := resource.DecodeSpec[resource.AgentSpec](a); err == nil {
+		out = &spec
+	}
+	if rc.specs == nil {
+		rc.specs = map[resource.Key]*resource.AgentSpec{}
+	}
+	rc.specs[k] = out
+	return out
 }
 
 // checkEnvironment reports a Deployment whose environment does not exist.
@@ -225,13 +247,9 @@ func policyNamespaces(o *resource.Object) []string {
 }
 
 // references reports whether agent a depends on dependency o.
-func references(a, o *resource.Object) bool {
+func references(a *resource.Object, spec *resource.AgentSpec, o *resource.Object) bool {
 	name := o.Metadata.Name
 	sameNS := a.Metadata.Namespace == o.Metadata.Namespace
-	spec, err := resource.DecodeSpec[resource.AgentSpec](a)
-	if err != nil {
-		return false
-	}
 	switch o.Kind {
 	case resource.KindModel:
 		return sameNS && (spec.ModelRoute.Primary == name || slices.Contains(spec.ModelRoute.Fallback, name))
