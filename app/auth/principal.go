@@ -53,11 +53,37 @@ type Principal struct {
 	// System marks Warden's own internal principal (bootstrap, reconcilers),
 	// which may write system-only kinds and status.
 	System bool
+	// Kind says what authenticated: KindAPIKey, KindUser, KindAgent or
+	// KindSystem.
+	Kind string
+	// Email is a person's verified e-mail (KindUser).
+	Email string
+	// Agent and Environment identify a workload (KindAgent, or an API key
+	// bound to one agent).
+	Agent       string
+	Environment string
+}
+
+// Principal kinds.
+const (
+	KindAPIKey = "apikey"
+	KindUser   = "user"
+	KindAgent  = "agent"
+	KindSystem = "system"
+)
+
+// Verifier verifies one kind of bearer credential. Accepts reports, without
+// verifying, whether the token has this verifier's shape (an API key prefix,
+// a JWT from a known issuer), so the Authenticator can route it; Verify then
+// returns the principal or an error wrapping ErrUnauthenticated.
+type Verifier interface {
+	Accepts(token string) bool
+	Verify(ctx context.Context, token string) (Principal, error)
 }
 
 // SystemPrincipal returns the principal Warden uses for its own writes.
 func SystemPrincipal(tenant string) Principal {
-	return Principal{Tenant: tenant, Subject: "system:warden", Role: RoleOwner, Namespace: AllNamespaces, System: true}
+	return Principal{Tenant: tenant, Subject: "system:warden", Role: RoleOwner, Namespace: AllNamespaces, System: true, Kind: KindSystem}
 }
 
 // ErrUnauthenticated means no valid credential was presented.
@@ -143,28 +169,41 @@ func HashAPIKey(secret string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// Authenticator verifies credentials against the store.
+// Authenticator verifies bearer credentials: Warden API keys itself, and
+// every other kind (workload JWTs, OIDC ID tokens) through its Verifiers.
 type Authenticator struct {
-	store store.Store
-	now   func() time.Time
+	store     store.Store
+	now       func() time.Time
+	verifiers []Verifier
 }
 
-// NewAuthenticator returns an Authenticator.
-func NewAuthenticator(st store.Store, now func() time.Time) *Authenticator {
-	return &Authenticator{store: st, now: now}
+// NewAuthenticator returns an Authenticator for API keys and the given
+// verifiers, tried in order.
+func NewAuthenticator(st store.Store, now func() time.Time, verifiers ...Verifier) *Authenticator {
+	return &Authenticator{store: st, now: now, verifiers: verifiers}
 }
 
 // Authenticate verifies an Authorization header value.
 func (a *Authenticator) Authenticate(ctx context.Context, header string) (Principal, error) {
 	token, ok := strings.CutPrefix(header, "Bearer ")
-	if !ok || token == "" {
+	if !ok || strings.TrimSpace(token) == "" {
 		return Principal{}, fmt.Errorf("%w: missing bearer token", ErrUnauthenticated)
 	}
 	token = strings.TrimSpace(token)
-	if !strings.HasPrefix(token, APIKeyPrefix) {
-		return Principal{}, fmt.Errorf("%w: unsupported credential", ErrUnauthenticated)
+	if strings.HasPrefix(token, APIKeyPrefix) {
+		return a.VerifyAPIKey(ctx, token)
 	}
-	key, err := a.store.APIKeyLookup(ctx, HashAPIKey(token))
+	for _, v := range a.verifiers {
+		if v.Accepts(token) {
+			return v.Verify(ctx, token)
+		}
+	}
+	return Principal{}, fmt.Errorf("%w: unsupported credential", ErrUnauthenticated)
+}
+
+// VerifyAPIKey verifies a Warden API key secret.
+func (a *Authenticator) VerifyAPIKey(ctx context.Context, secret string) (Principal, error) {
+	key, err := a.store.APIKeyLookup(ctx, HashAPIKey(secret))
 	if errors.Is(err, store.ErrNotFound) {
 		return Principal{}, fmt.Errorf("%w: unknown or revoked api key", ErrUnauthenticated)
 	}
@@ -174,5 +213,6 @@ func (a *Authenticator) Authenticate(ctx context.Context, header string) (Princi
 	if key.ExpiresAt != nil && !a.now().Before(*key.ExpiresAt) {
 		return Principal{}, fmt.Errorf("%w: api key expired", ErrUnauthenticated)
 	}
-	return Principal{Tenant: key.Tenant, Subject: "apikey:" + key.Name, Role: key.Role, Namespace: key.Namespace}, nil
+	return Principal{Tenant: key.Tenant, Subject: "apikey:" + key.Name, Role: key.Role, Namespace: key.Namespace,
+		Kind: KindAPIKey, Agent: key.Agent}, nil
 }
