@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/warden-dev/warden/app/adapter"
@@ -337,11 +338,11 @@ func mapStoreError(err error) error {
 	}
 	switch {
 	case errors.Is(err, store.ErrConflict):
-		return apierr.New(apierr.CodeConflict, "%s", err.Error())
+		return apierr.New(apierr.CodeConflict, "%s: the object was modified since the resourceVersion you sent; read it again and retry", leadingContext(err))
 	case errors.Is(err, store.ErrNotFound):
-		return apierr.New(apierr.CodeNotFound, "%s", err.Error())
+		return apierr.New(apierr.CodeNotFound, "%s: not found", leadingContext(err))
 	case errors.Is(err, store.ErrAlreadyExists):
-		return apierr.New(apierr.CodeConflict, "%s", err.Error())
+		return apierr.New(apierr.CodeConflict, "%s: already exists", leadingContext(err))
 	}
 	return err
 }
@@ -375,4 +376,14 @@ func checkNamespaces(ctx context.Context, tx store.Tx, applied []*resource.Objec
 		}
 	}
 	return diags, nil
+}
+
+// leadingContext keeps the part of a wrapped error this package wrote
+// ("document 3 (Tool a.b)") and drops driver detail.
+func leadingContext(err error) string {
+	msg := err.Error()
+	if i := strings.Index(msg, "):"); i >= 0 {
+		return msg[:i+1]
+	}
+	return "apply"
 }

@@ -182,21 +182,37 @@ func forbidden(err error) *apierr.Error {
 	return apierr.New(apierr.CodeForbidden, "%s", err.Error())
 }
 
-// storeError maps store sentinels onto API errors.
+// storeErrorFor maps store sentinels onto API errors for a call about t,
+// with messages that name the resource rather than the storage layer.
+func storeErrorFor(err error, t target) error {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		if t.ns == "" {
+			return apierr.New(apierr.CodeNotFound, "%s %q not found", t.info.Kind, t.name)
+		}
+		return apierr.New(apierr.CodeNotFound, "%s %q not found in namespace %q", t.info.Kind, t.name, t.ns)
+	case errors.Is(err, store.ErrConflict):
+		return apierr.New(apierr.CodeConflict, "%s %q was modified since resourceVersion you sent: read it again and retry", t.info.Kind, t.name)
+	}
+	return storeError(err)
+}
+
+// storeError maps store sentinels onto API errors. Driver detail never
+// reaches the client: only the sentinel's own text is shown.
 func storeError(err error) error {
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, store.ErrNotFound):
-		return apierr.New(apierr.CodeNotFound, "%s", err.Error())
+		return apierr.New(apierr.CodeNotFound, "%s", store.ErrNotFound.Error())
 	case errors.Is(err, store.ErrConflict):
-		return apierr.New(apierr.CodeConflict, "%s", err.Error())
+		return apierr.New(apierr.CodeConflict, "%s", store.ErrConflict.Error())
 	case errors.Is(err, store.ErrAlreadyExists):
-		return apierr.New(apierr.CodeConflict, "%s", err.Error())
+		return apierr.New(apierr.CodeConflict, "%s", store.ErrAlreadyExists.Error())
 	case errors.Is(err, store.ErrGone):
-		return apierr.New(apierr.CodeGone, "%s; list again and watch from the list's resourceVersion", err.Error())
+		return apierr.New(apierr.CodeGone, "%s; list again and watch from the list's resourceVersion", store.ErrGone.Error())
 	case errors.Is(err, store.ErrInvalidContinue):
-		return apierr.New(apierr.CodeInvalidRequest, "%s; start the list again without continue", err.Error())
+		return apierr.New(apierr.CodeInvalidRequest, "%s; start the list again without continue", store.ErrInvalidContinue.Error())
 	}
 	return err
 }

@@ -160,7 +160,7 @@ func (s *Server) get(ctx context.Context, tenant string, t target) (*resource.Ob
 		return err
 	})
 	if err != nil {
-		return nil, storeError(err)
+		return nil, storeErrorFor(err, t)
 	}
 	return obj, nil
 }
@@ -330,7 +330,7 @@ func (s *Server) handleDelete(c *fiber.Ctx) error {
 		return err
 	})
 	if err != nil {
-		return storeError(err)
+		return storeErrorFor(err, t)
 	}
 	return c.JSON(present(deleted))
 }
@@ -367,7 +367,7 @@ func (s *Server) handlePutStatus(c *fiber.Ctx) error {
 		return err
 	})
 	if err != nil {
-		return storeError(err)
+		return storeErrorFor(err, t)
 	}
 	return c.JSON(present(updated))
 }
