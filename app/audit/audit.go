@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -55,4 +56,82 @@ func Verify(records []Record, prevHash string) int {
 		prevHash = r.Hash
 	}
 	return -1
+}
+
+// Problem is one defect found in an audit chain.
+type Problem struct {
+	// Seq is the sequence number where the defect shows.
+	Seq int64 `json:"seq"`
+	// Kind is "modified", "missing", "reordered" or "truncated".
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+}
+
+// Problem kinds.
+const (
+	ProblemModified  = "modified"
+	ProblemMissing   = "missing"
+	ProblemReordered = "reordered"
+	ProblemTruncated = "truncated"
+)
+
+// Report is the outcome of verifying a tenant's whole chain.
+type Report struct {
+	OK       bool      `json:"ok"`
+	Records  int       `json:"records"`
+	Head     int64     `json:"head"`
+	Problems []Problem `json:"problems"`
+}
+
+// VerifyChain checks records as read in sequence order: every record's hash
+// must match its content (else it was modified), sequence numbers must run
+// without gaps from 1 (else records are missing), and every record must link
+// to the hash of the one before it (else the order was changed). head is the
+// sequence number of the newest record the tenant ever appended, kept apart
+// from the log, so that removing the newest records is caught too (0 when
+// unknown).
+func VerifyChain(records []Record, head int64) Report {
+	rep := Report{Records: len(records), Head: head, Problems: []Problem{}}
+	var prev *Record
+	for i := range records {
+		r := records[i]
+		want := int64(1)
+		if prev != nil {
+			want = prev.Seq + 1
+		}
+		switch {
+		case r.Seq > want:
+			msg := fmt.Sprintf("record %d is missing", want)
+			if r.Seq-1 > want {
+				msg = fmt.Sprintf("records %d to %d are missing", want, r.Seq-1)
+			}
+			rep.Problems = append(rep.Problems, Problem{Seq: want, Kind: ProblemMissing, Message: msg})
+		case r.Seq < want:
+			rep.Problems = append(rep.Problems, Problem{Seq: r.Seq, Kind: ProblemReordered,
+				Message: fmt.Sprintf("record %d appears after record %d", r.Seq, want-1)})
+		}
+		if ComputeHash(r) != r.Hash {
+			rep.Problems = append(rep.Problems, Problem{Seq: r.Seq, Kind: ProblemModified,
+				Message: fmt.Sprintf("record %d does not match its hash: it was changed after it was written", r.Seq)})
+		}
+		prevHash := ""
+		if prev != nil {
+			prevHash = prev.Hash
+		}
+		if r.Seq == want && r.PrevHash != prevHash {
+			rep.Problems = append(rep.Problems, Problem{Seq: r.Seq, Kind: ProblemReordered,
+				Message: fmt.Sprintf("record %d does not link to record %d: records were reordered or replaced", r.Seq, want-1)})
+		}
+		prev = &records[i]
+	}
+	last := int64(0)
+	if prev != nil {
+		last = prev.Seq
+	}
+	if head > last {
+		rep.Problems = append(rep.Problems, Problem{Seq: last + 1, Kind: ProblemTruncated,
+			Message: fmt.Sprintf("the log ends at record %d but %d records were written: the newest were removed", last, head)})
+	}
+	rep.OK = len(rep.Problems) == 0
+	return rep
 }
