@@ -59,6 +59,7 @@ current context of $WARDEN_HOME/config.yaml (written by 'warden up').`,
 		newGetCmd(a),
 		newDescribeCmd(a),
 		newDeleteCmd(a),
+		newAuditCmd(a),
 	)
 	return root
 }

@@ -30,6 +30,9 @@ func (s *Server) routes() *fiber.App {
 	v1.Get("/resources", s.handleWatch)
 	v1.Add(methodWatch, "/resources", s.handleWatch)
 
+	v1.Get("/audit", s.handleAuditList)
+	v1.Get("/audit/verify", s.handleAuditVerify)
+
 	v1.Get("/namespaces/:ns/:plural", s.handleList)
 	v1.Get("/namespaces/:ns/:plural/:name", s.handleGet)
 	v1.Patch("/namespaces/:ns/:plural/:name", s.handlePatch)

@@ -1,0 +1,113 @@
+package server_test
+
+import (
+	"context"
+	"database/sql"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+	_ "modernc.org/sqlite"
+
+	"github.com/warden-dev/warden/app/store/postgres/pgtest"
+)
+
+// tamperer runs SQL against the store's database with the powers of someone
+// who bypasses the application: the database owner, or whoever holds the
+// SQLite file.
+type tamperer func(t *testing.T, stmts ...string)
+
+func sqliteTamperer(path string) tamperer {
+	return func(t *testing.T, stmts ...string) {
+		db, err := sql.Open("sqlite", path)
+		require.NoError(t, err)
+		defer db.Close()
+		for _, s := range append([]string{"DROP TRIGGER IF EXISTS audit_log_no_update", "DROP TRIGGER IF EXISTS audit_log_no_delete"}, stmts...) {
+			_, err := db.Exec(s)
+			require.NoError(t, err, s)
+		}
+	}
+}
+
+func postgresTamperer(url string) tamperer {
+	return func(t *testing.T, stmts ...string) {
+		conn, err := pgx.Connect(context.Background(), url)
+		require.NoError(t, err)
+		defer conn.Close(context.Background())
+		for _, s := range stmts {
+			_, err := conn.Exec(context.Background(), s)
+			require.NoError(t, err, s)
+		}
+	}
+}
+
+func TestAuditVerifyFindsTampering(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name  string
+		stmts []string
+		kind  string
+	}{
+		{"edited", []string{"UPDATE audit_log SET outcome = 'denied' WHERE seq = 3"}, "modified"},
+		{"deleted", []string{"DELETE FROM audit_log WHERE seq = 4"}, "missing"},
+		{"reordered", []string{
+			"UPDATE audit_log SET seq = -2 WHERE seq = 2",
+			"UPDATE audit_log SET seq = 2 WHERE seq = 5",
+			"UPDATE audit_log SET seq = 5 WHERE seq = -2",
+		}, "modified"},
+	}
+	for _, backend := range []string{"sqlite", "postgres"} {
+		for _, tc := range cases {
+			t.Run(backend+"/"+tc.name, func(t *testing.T) {
+				t.Parallel()
+				var url string
+				var tamper tamperer
+				if backend == "sqlite" {
+					path := filepath.Join(t.TempDir(), "w.db")
+					url, tamper = "sqlite://"+path, sqliteTamperer(path)
+				} else {
+					url = pgtest.NewDatabase(t)
+					tamper = postgresTamperer(url)
+				}
+				b := setup(t, url)
+				for range 6 {
+					require.Equal(t, http.StatusOK, b.do(t, http.MethodGet, "/v1/namespaces/default/agents", "", nil).status)
+				}
+				r := b.do(t, http.MethodGet, "/v1/audit/verify", "", nil)
+				require.Equal(t, http.StatusOK, r.status, string(r.body))
+				require.Equal(t, true, r.json(t)["ok"], string(r.body))
+
+				tamper(t, tc.stmts...)
+				r = b.do(t, http.MethodGet, "/v1/audit/verify", "", nil)
+				require.Equal(t, http.StatusOK, r.status, string(r.body))
+				rep := r.json(t)
+				require.Equal(t, false, rep["ok"], string(r.body))
+				var kinds []string
+				for _, p := range rep["problems"].([]any) {
+					kinds = append(kinds, p.(map[string]any)["kind"].(string))
+				}
+				require.Contains(t, kinds, tc.kind, string(r.body))
+			})
+		}
+	}
+}
+
+func TestAuditList(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "sqlite://"+filepath.Join(t.TempDir(), "w.db"))
+	require.Equal(t, http.StatusNotFound, b.do(t, http.MethodGet, "/v1/namespaces/default/agents/ghost", "", nil).status)
+	require.Equal(t, http.StatusOK, b.do(t, http.MethodGet, "/v1/namespaces/default/tools", "", nil).status)
+	r := b.do(t, http.MethodGet, "/v1/audit?verb=get&limit=10", "", nil)
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	items := r.json(t)["items"].([]any)
+	require.Len(t, items, 1)
+	rec := items[0].(map[string]any)
+	require.Equal(t, "Agent/default/ghost", rec["resource"])
+	require.Equal(t, "failed", rec["outcome"])
+	require.Equal(t, "NotFound", rec["reason"])
+	require.True(t, strings.HasPrefix(rec["policy"].(string), "role:owner"))
+	require.Equal(t, http.StatusBadRequest, b.do(t, http.MethodGet, "/v1/audit?since=yesterday", "", nil).status)
+}
