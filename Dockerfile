@@ -23,4 +23,8 @@ USER 65532:65532
 # HTTP 4318.
 EXPOSE 8080-8086 4317 4318
 ENTRYPOINT ["/warden"]
-CMD ["up", "--listen-host", "0.0.0.0"]
+# Off loopback Warden serves TLS only: mount a certificate pair at
+# /etc/warden/tls (a Kubernetes TLS secret has exactly these file names), or
+# override the command with --insecure-allow-plaintext when a proxy in front
+# terminates TLS.
+CMD ["up", "--listen-host", "0.0.0.0", "--tls-cert", "/etc/warden/tls/tls.crt", "--tls-key", "/etc/warden/tls/tls.key"]

@@ -25,6 +25,7 @@ const defaultControlPort = 8080
 func newUpCmd(a *app) *cobra.Command {
 	var dataDir, storeURL, listenHost string
 	var port int
+	var tlsOpts tlsOptions
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Start Warden locally: every service in one process on the embedded store",
@@ -39,7 +40,14 @@ $WARDEN_HOME/config.yaml as the context "local" and makes current.`,
 			if port < 1 || port > 65535 {
 				return usagef("--port %d is not a TCP port (1-65535)", port)
 			}
-			return a.up(cmd.Context(), dataDir, storeURL, listenHost, port)
+			if (tlsOpts.cert == "") != (tlsOpts.key == "") {
+				return usagef("--tls-cert and --tls-key go together")
+			}
+			addr := net.JoinHostPort(listenHost, strconv.Itoa(port))
+			if err := server.CheckTransport(addr, tlsOpts.cert != "", tlsOpts.allowPlaintext); err != nil {
+				return usagef("%s", err.Error())
+			}
+			return a.up(cmd.Context(), dataDir, storeURL, listenHost, port, tlsOpts)
 		},
 	}
 	f := cmd.Flags()
@@ -47,10 +55,19 @@ $WARDEN_HOME/config.yaml as the context "local" and makes current.`,
 	f.StringVar(&storeURL, "store", "", "store URL: sqlite://PATH or postgres://… (default sqlite://<data-dir>/warden.db)")
 	f.StringVar(&listenHost, "listen-host", "127.0.0.1", "address the listeners bind to; 0.0.0.0 exposes Warden to the network")
 	f.IntVar(&port, "port", defaultControlPort, "port of the control plane API")
+	f.StringVar(&tlsOpts.cert, "tls-cert", "", "PEM certificate (chain) to serve every listener over TLS")
+	f.StringVar(&tlsOpts.key, "tls-key", "", "PEM private key of --tls-cert")
+	f.BoolVar(&tlsOpts.allowPlaintext, "insecure-allow-plaintext", false, "serve plaintext HTTP on a non-loopback address (only behind a TLS-terminating proxy)")
 	return cmd
 }
 
-func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port int) error {
+// tlsOptions are up's transport flags.
+type tlsOptions struct {
+	cert, key      string
+	allowPlaintext bool
+}
+
+func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port int, tlsOpts tlsOptions) error {
 	home, err := clientconfig.Home(a.env.LookupEnv)
 	if err != nil {
 		return err
@@ -81,7 +98,11 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		return fmt.Errorf("bootstrap: %w", err)
 	}
 	controlPort := strconv.Itoa(port)
-	controlURL := "http://" + net.JoinHostPort(clientHost(listenHost), controlPort)
+	scheme := "http"
+	if tlsOpts.cert != "" {
+		scheme = "https"
+	}
+	controlURL := scheme + "://" + net.JoinHostPort(clientHost(listenHost), controlPort)
 	w := a.env.Stdout
 	if created {
 		cfg, err := clientconfig.Load(home)
@@ -107,10 +128,13 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 	fmt.Fprintf(w, "Press Ctrl-C to stop.\n")
 
 	err = server.Run(ctx, server.Config{
-		Store:       st,
-		Logger:      logger,
-		ControlAddr: net.JoinHostPort(listenHost, controlPort),
-		Now:         a.env.Now,
+		Store:          st,
+		Logger:         logger,
+		ControlAddr:    net.JoinHostPort(listenHost, controlPort),
+		TLSCertFile:    tlsOpts.cert,
+		TLSKeyFile:     tlsOpts.key,
+		AllowPlaintext: tlsOpts.allowPlaintext,
+		Now:            a.env.Now,
 	})
 	if ctx.Err() != nil && (err == nil || errors.Is(err, context.Canceled)) {
 		fmt.Fprintln(w, "Warden stopped.")

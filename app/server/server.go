@@ -5,6 +5,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -36,6 +37,13 @@ type Config struct {
 	Compile compile.Options
 	// Adapters receive compiled manifests; nil means the local adapter.
 	Adapters *adapter.Registry
+	// TLSCertFile and TLSKeyFile serve the listener over TLS (both or
+	// neither).
+	TLSCertFile string
+	TLSKeyFile  string
+	// AllowPlaintext lets a listener off loopback serve without TLS. Without
+	// it the server refuses to start there.
+	AllowPlaintext bool
 	// BookmarkInterval is how often an idle watch stream gets a BOOKMARK
 	// (default 15s); it also detects clients that went away.
 	BookmarkInterval time.Duration
@@ -68,7 +76,43 @@ func (c Config) Validate() error {
 	if c.Store == nil {
 		return errors.New("server config: Store is required")
 	}
-	return nil
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+		return errors.New("server config: TLSCertFile and TLSKeyFile go together: give both or neither")
+	}
+	return CheckTransport(c.ControlAddr, c.TLSCertFile != "", c.AllowPlaintext)
+}
+
+// CheckTransport refuses to serve plaintext on an address other than
+// loopback unless allowPlaintext says so.
+func CheckTransport(addr string, tls, allowPlaintext bool) error {
+	if tls || allowPlaintext {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("listen address %q: %w", addr, err)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("refusing to serve plaintext HTTP on %s, which is not a loopback address: "+
+		"give --tls-cert and --tls-key, or --insecure-allow-plaintext when TLS is terminated in front of Warden", addr)
+}
+
+// TLSConfig loads the certificate pair into a server TLS configuration
+// (TLS 1.2 at least); nil when TLS is not configured.
+func (c Config) TLSConfig() (*tls.Config, error) {
+	if c.TLSCertFile == "" {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(c.TLSCertFile, c.TLSKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("load TLS certificate %s and key %s: %w", c.TLSCertFile, c.TLSKeyFile, err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
 }
 
 // Server is the control plane. Build it with New.
@@ -150,10 +194,17 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	tlsCfg, err := s.cfg.TLSConfig()
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", s.cfg.ControlAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", s.cfg.ControlAddr, err)
 	}
-	s.log.InfoContext(ctx, "control plane listening", "addr", ln.Addr().String())
+	if tlsCfg != nil {
+		ln = tls.NewListener(ln, tlsCfg)
+	}
+	s.log.InfoContext(ctx, "control plane listening", "addr", ln.Addr().String(), "tls", tlsCfg != nil)
 	return s.Serve(ctx, ln)
 }
