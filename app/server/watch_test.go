@@ -27,6 +27,16 @@ type watchEvent struct {
 	} `json:"object"`
 }
 
+// openWatchAs starts a watch stream with key and returns its events.
+func openWatchAs(t *testing.T, b *bundle, key, query string) <-chan watchEvent {
+	t.Helper()
+	as := *b
+	as.key = key
+	ch, res := openWatch(t, &as, query)
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	return ch
+}
+
 // openWatch starts a watch stream and returns its events.
 func openWatch(t *testing.T, b *bundle, query string) (<-chan watchEvent, *http.Response) {
 	t.Helper()
