@@ -52,7 +52,8 @@ type IdentityStore interface {
 type MemberTx interface {
 	// MemberUpsert adds or updates a member of the transaction's tenant.
 	MemberUpsert(ctx context.Context, m Member) error
-	// MemberDelete removes a member; ErrNotFound when absent.
+	// MemberDelete removes a member; ErrNotFound when absent. It also ends
+	// the person's console sessions in this tenant.
 	MemberDelete(ctx context.Context, email string) error
 	// APIKeyRevoke marks a key revoked at t; ErrNotFound when absent.
 	APIKeyRevoke(ctx context.Context, id string, t time.Time) error

@@ -38,6 +38,10 @@ type Store interface {
 	// unknown or revoked keys.
 	APIKeyLookup(ctx context.Context, secretHash string) (*APIKey, error)
 
+	// IdentityStore holds the tenant directory, sessions, memberships by
+	// e-mail, API key usage and the signing keys.
+	IdentityStore
+
 	// Close releases the driver's resources.
 	Close() error
 }
@@ -54,6 +58,8 @@ type Reader interface {
 	AuditList(ctx context.Context, params AuditListParams) ([]audit.Record, error)
 	// CurrentVersion returns the tenant's newest resource version.
 	CurrentVersion(ctx context.Context) (int64, error)
+	// MemberReader reads the tenant's members and API keys.
+	MemberReader
 }
 
 // Tx is a read-write transaction bound to one tenant.
@@ -82,6 +88,8 @@ type Tx interface {
 	AuditInsert(ctx context.Context, rec audit.Record) (audit.Record, error)
 	// APIKeyInsert stores an API key (only its hash).
 	APIKeyInsert(ctx context.Context, key APIKey) error
+	// MemberTx manages the tenant's members and revokes its API keys.
+	MemberTx
 }
 
 // ListParams selects one page of a list.
@@ -152,4 +160,7 @@ type APIKey struct {
 	CreatedAt time.Time
 	ExpiresAt *time.Time
 	RevokedAt *time.Time
+	// LastUsedAt is when the key was last used, as recorded by APIKeyTouch
+	// (callers throttle it, so it may lag); nil when never recorded.
+	LastUsedAt *time.Time
 }

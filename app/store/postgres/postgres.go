@@ -298,20 +298,13 @@ func (s *Store) ChangesCompact(ctx context.Context, tenant string, keep int) err
 // tenants, through the SECURITY DEFINER function warden_api_key_lookup: the
 // app role cannot read api_keys without a tenant.
 func (s *Store) APIKeyLookup(ctx context.Context, secretHash string) (*store.APIKey, error) {
-	var k store.APIKey
-	err := s.pool.QueryRow(ctx, `SELECT id, tenant_id, name, secret_hash, namespace, role, agent,
-		created_at, expires_at, revoked_at FROM warden_api_key_lookup($1)`, secretHash).Scan(
-		&k.ID, &k.Tenant, &k.Name, &k.SecretHash, &k.Namespace, &k.Role, &k.Agent,
-		&k.CreatedAt, &k.ExpiresAt, &k.RevokedAt)
+	k, err := scanAPIKey(s.pool.QueryRow(ctx, `SELECT `+apiKeyColumns+` FROM warden_api_key_lookup($1)`, secretHash))
 	if err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil, fmt.Errorf("api key lookup: %w", store.ErrNotFound)
 		}
 		return nil, fmt.Errorf("postgres: api key lookup: %w", err)
 	}
-	k.CreatedAt = k.CreatedAt.UTC()
-	k.ExpiresAt = utcPtr(k.ExpiresAt)
-	k.RevokedAt = utcPtr(k.RevokedAt)
 	return &k, nil
 }
 

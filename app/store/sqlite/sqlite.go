@@ -285,18 +285,12 @@ func (s *Store) ChangesCompact(ctx context.Context, tenant string, keep int) err
 // tenants.
 func (s *Store) APIKeyLookup(ctx context.Context, secretHash string) (*store.APIKey, error) {
 	row := s.reader.QueryRowContext(ctx, `SELECT id, tenant_id, name, secret_hash, namespace, role, agent,
-		created_at, expires_at, revoked_at FROM api_keys WHERE secret_hash = ? AND revoked_at IS NULL`, secretHash)
-	var k store.APIKey
-	var created int64
-	var expires, revoked sql.NullInt64
-	if err := row.Scan(&k.ID, &k.Tenant, &k.Name, &k.SecretHash, &k.Namespace, &k.Role, &k.Agent,
-		&created, &expires, &revoked); err != nil {
+		created_at, expires_at, revoked_at, last_used_at FROM api_keys WHERE secret_hash = ? AND revoked_at IS NULL`, secretHash)
+	k, err := scanAPIKey(row)
+	if err != nil {
 		return nil, interpretError(fmt.Errorf("sqlite: api key lookup: %w", err))
 	}
-	k.CreatedAt = time.UnixMicro(created).UTC()
-	k.ExpiresAt = microPtr(expires)
-	k.RevokedAt = microPtr(revoked)
-	return &k, nil
+	return k, nil
 }
 
 func microPtr(v sql.NullInt64) *time.Time {

@@ -1,0 +1,5 @@
+DROP TABLE IF EXISTS signing_keys;
+ALTER TABLE api_keys DROP COLUMN last_used_at;
+DROP TABLE IF EXISTS sessions;
+DROP TABLE IF EXISTS members;
+DROP TABLE IF EXISTS tenants;
