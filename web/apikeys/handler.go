@@ -1,0 +1,140 @@
+// Package apikeys is the console screen for a tenant's API keys: list,
+// create (the secret is shown exactly once) and revoke.
+package apikeys
+
+import (
+	"context"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/warden-dev/warden/app/auth"
+	"github.com/warden-dev/warden/app/store"
+	"github.com/warden-dev/warden/web/layout"
+)
+
+// Service is what the screen needs from API key management.
+type Service interface {
+	// APIKeys lists the caller's tenant's keys (no secrets exist to list).
+	APIKeys(ctx context.Context, p auth.Principal) ([]store.APIKey, error)
+	// CreateAPIKey makes a key and returns its secret (wk_…), which is
+	// stored only as a hash.
+	CreateAPIKey(ctx context.Context, p auth.Principal, req Request) (secret string, key store.APIKey, err error)
+	// RevokeAPIKey revokes a key of the caller's tenant.
+	RevokeAPIKey(ctx context.Context, p auth.Principal, id string) error
+}
+
+// Request is the create form.
+type Request struct {
+	Name      string
+	Namespace string
+	Role      string
+}
+
+// Roles a key may carry (owner is for people only).
+var Roles = []string{auth.RoleViewer, auth.RoleApprover, auth.RoleEditor, auth.RoleAdmin}
+
+// Handler serves the API keys screen.
+type Handler struct {
+	Env     *layout.Env
+	Service Service
+	Now     func() time.Time
+}
+
+func blank() Model { return Model{FormRole: auth.RoleViewer, FormNamespace: auth.AllNamespaces} }
+
+// Get renders the screen (never with a secret).
+func (h *Handler) Get(c *fiber.Ctx) error {
+	return h.render(c, fiber.StatusOK, h.model(c, blank()))
+}
+
+// Create handles POST /apikeys. The answer shows the new secret; it is not
+// a redirect, because the secret must not travel through a URL or a session.
+func (h *Handler) Create(c *fiber.Ctx) error {
+	p, _ := h.Env.Principal(c)
+	req := Request{
+		Name:      strings.TrimSpace(c.FormValue("name")),
+		Namespace: strings.TrimSpace(c.FormValue("namespace")),
+		Role:      c.FormValue("role"),
+	}
+	if req.Namespace == "" {
+		req.Namespace = auth.AllNamespaces
+	}
+	form := Model{FormName: req.Name, FormNamespace: req.Namespace, FormRole: req.Role}
+	if req.Name == "" || len(req.Name) > 63 {
+		form.NameError = "Give the key a name of 1–63 characters, e.g. ci-deploy."
+		return h.render(c, fiber.StatusUnprocessableEntity, h.model(c, form))
+	}
+	ok := false
+	for _, r := range Roles {
+		ok = ok || r == req.Role
+	}
+	if !ok {
+		form.Error = "Choose one of the offered roles."
+		return h.render(c, fiber.StatusUnprocessableEntity, h.model(c, form))
+	}
+	secret, key, err := h.Service.CreateAPIKey(c.UserContext(), p, req)
+	if err != nil {
+		form.Error = h.Env.ErrorMessage(c, "create API key "+req.Name, err)
+		return h.render(c, fiber.StatusUnprocessableEntity, h.model(c, form))
+	}
+	m := blank()
+	m.NewSecret, m.NewKeyName = secret, key.Name
+	return h.render(c, fiber.StatusOK, h.model(c, m))
+}
+
+// Revoke handles POST /apikeys/:id/revoke.
+func (h *Handler) Revoke(c *fiber.Ctx) error {
+	p, _ := h.Env.Principal(c)
+	id, err := url.PathUnescape(c.Params("id"))
+	if err != nil {
+		return fiber.ErrBadRequest
+	}
+	m := blank()
+	if err := h.Service.RevokeAPIKey(c.UserContext(), p, id); err != nil {
+		m.Error = h.Env.ErrorMessage(c, "revoke API key", err)
+		return h.render(c, fiber.StatusUnprocessableEntity, h.model(c, m))
+	}
+	if !layout.IsHTMX(c) {
+		return c.Redirect("/apikeys", fiber.StatusSeeOther)
+	}
+	m.Notice = "Key revoked; it stops working at once."
+	return h.render(c, fiber.StatusOK, h.model(c, m))
+}
+
+func (h *Handler) render(c *fiber.Ctx, status int, m Model) error {
+	if layout.IsHTMX(c) {
+		return layout.Render(c, fiber.StatusOK, Region(m))
+	}
+	return layout.Render(c, status, View(m))
+}
+
+func (h *Handler) model(c *fiber.Ctx, m Model) Model {
+	p, _ := h.Env.Principal(c)
+	m.Page = h.Env.Page(c, "API keys", "apikeys")
+	m.Roles = Roles
+	m.CanManage = p.Authorize(auth.VerbApply, "") == nil
+	keys, err := h.Service.APIKeys(c.UserContext(), p)
+	if err != nil && m.Error == "" {
+		m.Error = h.Env.ErrorMessage(c, "list API keys", err)
+	}
+	now := h.Now()
+	for _, k := range keys {
+		r := Row{ID: k.ID, Name: k.Name, Namespace: k.Namespace, Role: k.Role, Created: k.CreatedAt.UTC().Format("2006-01-02"), Status: "active", Expires: "never"}
+		if k.ExpiresAt != nil {
+			r.Expires = k.ExpiresAt.UTC().Format("2006-01-02")
+		}
+		switch {
+		case k.RevokedAt != nil:
+			r.Status = "revoked"
+		case k.ExpiresAt != nil && !now.Before(*k.ExpiresAt):
+			r.Status = "expired"
+		case m.CanManage:
+			r.RevokePath = "/apikeys/" + url.PathEscape(k.ID) + "/revoke"
+		}
+		m.Rows = append(m.Rows, r)
+	}
+	return m
+}

@@ -1,0 +1,185 @@
+package web
+
+import (
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/warden-dev/warden/app/auth"
+	"github.com/warden-dev/warden/web/apikeys"
+	"github.com/warden-dev/warden/web/audit"
+	"github.com/warden-dev/warden/web/layout"
+	"github.com/warden-dev/warden/web/members"
+	"github.com/warden-dev/warden/web/namespaces"
+	"github.com/warden-dev/warden/web/signin"
+	"github.com/warden-dev/warden/web/signup"
+	"github.com/warden-dev/warden/web/static"
+)
+
+// Deps is what the console needs from the rest of Warden. The integrator
+// fills it with tenants/, app/oidc, app/authz and the store.
+type Deps struct {
+	// Principal returns the signed-in person of the request (app/oidc's
+	// session), false when there is none.
+	Principal func(c *fiber.Ctx) (auth.Principal, bool)
+	// CSRFToken returns the token the CSRF middleware expects for this
+	// request (app/oidc's CSRFToken).
+	CSRFToken func(c *fiber.Ctx) string
+	// CSRFField is the form field carrying the token (default "_csrf");
+	// CSRFHeader the header htmx sends it in (default "X-CSRF-Token").
+	CSRFField  string
+	CSRFHeader string
+
+	// Issuers are the deployment-wide sign-in buttons; TenantSSO (optional)
+	// adds a tenant's own identity providers when ?tenant= is given.
+	Issuers   []signin.Issuer
+	TenantSSO signin.TenantSSO
+	// LoginPath starts the OIDC code flow (default "/auth/login", taking
+	// ?issuer= and ?tenant=); LogoutPath ends the session (default
+	// "/auth/logout", POST with the CSRF token); SwitchTenantPath (default
+	// "/auth/switch", POST tenant=) changes the session's tenant.
+	LoginPath        string
+	LogoutPath       string
+	SwitchTenantPath string
+
+	Signup     signup.Service
+	Members    members.Service
+	Namespaces namespaces.Service
+	APIKeys    apikeys.Service
+	Audit      audit.Service
+	// Tenants (optional) lists a person's tenants for the switcher.
+	Tenants layout.TenantLister
+
+	Log *slog.Logger
+	Now func() time.Time
+}
+
+// WithDefaults fills the optional fields.
+func (d Deps) WithDefaults() Deps {
+	if d.CSRFField == "" {
+		d.CSRFField = "_csrf"
+	}
+	if d.CSRFHeader == "" {
+		d.CSRFHeader = "X-CSRF-Token"
+	}
+	if d.LoginPath == "" {
+		d.LoginPath = "/auth/login"
+	}
+	if d.LogoutPath == "" {
+		d.LogoutPath = "/auth/logout"
+	}
+	if d.SwitchTenantPath == "" {
+		d.SwitchTenantPath = "/auth/switch"
+	}
+	if d.Log == nil {
+		d.Log = slog.Default()
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	return d
+}
+
+// Validate names every required dependency that is missing.
+func (d Deps) Validate() error {
+	var errs []error
+	for name, missing := range map[string]bool{
+		"Principal": d.Principal == nil, "CSRFToken": d.CSRFToken == nil, "Signup": d.Signup == nil,
+		"Members": d.Members == nil, "Namespaces": d.Namespaces == nil, "APIKeys": d.APIKeys == nil, "Audit": d.Audit == nil,
+	} {
+		if missing {
+			errs = append(errs, errors.New("web.Deps."+name+" is required"))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Console is the web console's set of screens.
+type Console struct {
+	deps       Deps
+	assets     *static.Assets
+	signup     *signup.Handler
+	signin     *signin.Handler
+	members    *members.Handler
+	namespaces *namespaces.Handler
+	apikeys    *apikeys.Handler
+	audit      *audit.Handler
+}
+
+// New builds the console.
+func New(deps Deps) (*Console, error) {
+	deps = deps.WithDefaults()
+	if err := deps.Validate(); err != nil {
+		return nil, err
+	}
+	assets := static.New()
+	env := &layout.Env{
+		Principal: deps.Principal, CSRFToken: deps.CSRFToken, CSRFField: deps.CSRFField, CSRFHeader: deps.CSRFHeader,
+		Tenants: deps.Tenants, SwitchTenantPath: deps.SwitchTenantPath,
+		StyleURL: assets.URL("style.css"), ScriptURL: assets.URL("htmx.min.js"), Log: deps.Log,
+	}
+	return &Console{
+		deps:       deps,
+		assets:     assets,
+		signup:     &signup.Handler{Env: env, Service: deps.Signup},
+		signin:     &signin.Handler{Env: env, Issuers: deps.Issuers, TenantSSO: deps.TenantSSO, LoginPath: deps.LoginPath},
+		members:    &members.Handler{Env: env, Service: deps.Members},
+		namespaces: &namespaces.Handler{Env: env, Service: deps.Namespaces},
+		apikeys:    &apikeys.Handler{Env: env, Service: deps.APIKeys, Now: deps.Now},
+		audit:      &audit.Handler{Env: env, Service: deps.Audit},
+	}, nil
+}
+
+// Register mounts the console on r. Every route gets SecurityHeaders;
+// screens behind sign-in redirect to /signin without a session. The CSRF
+// check is not done here: mount app/oidc's CSRF middleware in front of the
+// console (it sees the hidden field and the htmx header).
+func (cs *Console) Register(r fiber.Router) {
+	sh := SecurityHeaders
+	r.Get(static.Prefix+"*", sh, cs.assets.Handler)
+
+	r.Get("/", sh, cs.root)
+	r.Get("/signup", sh, cs.signup.Get)
+	r.Post("/signup", sh, cs.signup.Post)
+	r.Get("/signin", sh, cs.signin.Get)
+	r.Post("/signout", sh, cs.signout)
+
+	in := cs.requireUser
+	r.Get("/members", sh, in, cs.members.Get)
+	r.Post("/members/invite", sh, in, cs.members.Invite)
+	r.Post("/members/:email/remove", sh, in, cs.members.Remove)
+	r.Get("/namespaces", sh, in, cs.namespaces.Get)
+	r.Post("/namespaces", sh, in, cs.namespaces.Create)
+	r.Get("/apikeys", sh, in, cs.apikeys.Get)
+	r.Post("/apikeys", sh, in, cs.apikeys.Create)
+	r.Post("/apikeys/:id/revoke", sh, in, cs.apikeys.Revoke)
+	r.Get("/audit", sh, in, cs.audit.Get)
+}
+
+func (cs *Console) root(c *fiber.Ctx) error {
+	if _, ok := cs.deps.Principal(c); ok {
+		return c.Redirect("/members", fiber.StatusSeeOther)
+	}
+	return c.Redirect("/signin", fiber.StatusSeeOther)
+}
+
+// signout hands the sign-out form to the OIDC handler; 307 keeps the POST
+// and its CSRF field.
+func (cs *Console) signout(c *fiber.Ctx) error {
+	return c.Redirect(cs.deps.LogoutPath, fiber.StatusTemporaryRedirect)
+}
+
+// requireUser sends requests without a session to sign-in (htmx requests
+// through HX-Redirect, so the whole page changes, not a fragment).
+func (cs *Console) requireUser(c *fiber.Ctx) error {
+	if _, ok := cs.deps.Principal(c); ok {
+		return c.Next()
+	}
+	if layout.IsHTMX(c) {
+		c.Set("HX-Redirect", "/signin?error=expired")
+		return c.SendStatus(fiber.StatusUnauthorized)
+	}
+	return c.Redirect("/signin", fiber.StatusSeeOther)
+}

@@ -1,0 +1,104 @@
+package layout
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+
+	"github.com/a-h/templ"
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/warden-dev/warden/app/apierr"
+	"github.com/warden-dev/warden/app/auth"
+	"github.com/warden-dev/warden/app/store"
+)
+
+// TenantLister lists the tenants a signed-in person belongs to, for the
+// tenant switcher.
+type TenantLister interface {
+	Tenants(ctx context.Context, p auth.Principal) ([]store.TenantRecord, error)
+}
+
+// Env is what every screen's handler shares: who is signed in, the CSRF
+// token and the asset URLs. The web package builds one for the console.
+type Env struct {
+	Principal        func(c *fiber.Ctx) (auth.Principal, bool)
+	CSRFToken        func(c *fiber.Ctx) string
+	CSRFField        string
+	CSRFHeader       string
+	Tenants          TenantLister
+	SwitchTenantPath string
+	StyleURL         string
+	ScriptURL        string
+	Log              *slog.Logger
+}
+
+// Page returns the frame of a screen for this request.
+func (e *Env) Page(c *fiber.Ctx, title, active string) Page {
+	token := e.CSRFToken(c)
+	hx, _ := json.Marshal(map[string]string{e.CSRFHeader: token}) // strings only: cannot fail
+	pg := Page{
+		Title: title, Active: active, CSRFField: e.CSRFField, CSRFToken: token, HXHeaders: string(hx),
+		StyleURL: e.StyleURL, ScriptURL: e.ScriptURL, SwitchTenantPath: e.SwitchTenantPath,
+	}
+	p, ok := e.Principal(c)
+	if !ok {
+		return pg
+	}
+	pg.SignedIn, pg.UserEmail, pg.Tenant = true, p.Email, p.Tenant
+	if pg.UserEmail == "" {
+		pg.UserEmail = p.Subject
+	}
+	if e.Tenants != nil {
+		ts, err := e.Tenants.Tenants(c.UserContext(), p)
+		if err != nil {
+			e.Log.ErrorContext(c.UserContext(), "console: list tenants for switcher", "err", err)
+		}
+		for _, t := range ts {
+			name := t.DisplayName
+			if name == "" {
+				name = t.ID
+			}
+			pg.Tenants = append(pg.Tenants, TenantOption{ID: t.ID, Name: name, Current: t.ID == p.Tenant})
+		}
+	}
+	return pg
+}
+
+// IsHTMX reports whether the request came from htmx (and wants a fragment).
+func IsHTMX(c *fiber.Ctx) bool {
+	return c.Get("HX-Request") == "true" && c.Get("HX-History-Restore-Request") != "true"
+}
+
+// Render writes a component as the HTML response with status.
+func Render(c *fiber.Ctx, status int, comp templ.Component) error {
+	c.Status(status)
+	c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
+	// Console pages may carry secrets (a new API key) and personal data.
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	c.Set(fiber.HeaderVary, "HX-Request")
+	return comp.Render(c.UserContext(), c.Response().BodyWriter())
+}
+
+// ErrorMessage turns a service error into text fit for the page. Only
+// messages written for callers (API errors) and known sentinels are shown;
+// anything else is logged and replaced by a generic sentence, so internal
+// detail never reaches the browser.
+func (e *Env) ErrorMessage(c *fiber.Ctx, action string, err error) string {
+	if ae, ok := apierr.As(err); ok && ae.Status() < 500 {
+		return ae.Message
+	}
+	switch {
+	case errors.Is(err, auth.ErrForbidden):
+		return "You do not have permission to " + action + "."
+	case errors.Is(err, store.ErrAlreadyExists):
+		return "That already exists."
+	case errors.Is(err, store.ErrNotFound):
+		return "It no longer exists; reload the page."
+	case errors.Is(err, store.ErrConflict):
+		return "Someone changed this at the same time; try again."
+	}
+	e.Log.ErrorContext(c.UserContext(), "console: "+action, "err", err, "path", c.Path())
+	return "Could not " + action + " because of an internal error. Try again; if it persists, contact your administrator."
+}

@@ -1,0 +1,388 @@
+// Package webtest is an in-memory, working stand-in for everything the
+// console depends on: tenants, members, namespaces, API keys, the audit log,
+// sessions, CSRF and a fake /auth/login. Golden tests, handler tests and the
+// browser tests in e2e/ run the real console against it. It is not used in
+// production.
+package webtest
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	appaudit "github.com/warden-dev/warden/app/audit"
+	"github.com/warden-dev/warden/app/auth"
+	"github.com/warden-dev/warden/app/store"
+	"github.com/warden-dev/warden/web"
+	"github.com/warden-dev/warden/web/apikeys"
+	"github.com/warden-dev/warden/web/members"
+	"github.com/warden-dev/warden/web/namespaces"
+	"github.com/warden-dev/warden/web/signin"
+	"github.com/warden-dev/warden/web/signup"
+)
+
+// Cookie names of the fake session and CSRF token.
+const (
+	SessionCookie = "warden_session"
+	CSRFCookie    = "warden_csrf"
+)
+
+// Fake holds the in-memory state.
+type Fake struct {
+	mu         sync.Mutex
+	now        func() time.Time
+	tenants    map[string]store.TenantRecord
+	members    map[string][]members.Member
+	namespaces map[string][]namespaces.Namespace
+	keys       map[string][]store.APIKey
+	audit      map[string][]appaudit.Record
+	sessions   map[string]auth.Principal
+	seq        int
+	// FixedCSRF, when set, is the CSRF token of every request (golden files
+	// need stable output).
+	FixedCSRF string
+	// FixedSecrets, when set, are handed out as new API key secrets in
+	// order (golden files need stable output).
+	FixedSecrets []string
+}
+
+// New returns an empty fake whose clock is now.
+func New(now func() time.Time) *Fake {
+	return &Fake{
+		now: now, tenants: map[string]store.TenantRecord{}, members: map[string][]members.Member{},
+		namespaces: map[string][]namespaces.Namespace{}, keys: map[string][]store.APIKey{},
+		audit: map[string][]appaudit.Record{}, sessions: map[string]auth.Principal{},
+	}
+}
+
+// Deps returns console dependencies backed by the fake.
+func (f *Fake) Deps() web.Deps {
+	return web.Deps{
+		Principal: f.Principal, CSRFToken: f.CSRFToken,
+		Issuers:   []signin.Issuer{{ID: "test", Name: "Test IdP"}},
+		TenantSSO: f,
+		Signup:    f, Members: f, Namespaces: f, APIKeys: f, Audit: f, Tenants: f,
+		Now: f.now,
+	}
+}
+
+// Mount installs the fake CSRF check and the fake OIDC endpoints
+// (/auth/login signs in as the tenant's first owner; /auth/logout ends the
+// session) on app. Call it before Console.Register.
+func (f *Fake) Mount(app *fiber.App) {
+	app.Use(f.CSRF)
+	app.Get("/auth/login", func(c *fiber.Ctx) error {
+		tenant := c.Query("tenant")
+		f.mu.Lock()
+		ms := f.members[tenant]
+		f.mu.Unlock()
+		if len(ms) == 0 {
+			return c.Redirect("/signin?error=unknown_tenant", fiber.StatusSeeOther)
+		}
+		sid := f.SignIn(tenant, ms[0].Email)
+		c.Cookie(&fiber.Cookie{Name: SessionCookie, Value: sid, Path: "/", HTTPOnly: true, SameSite: "Lax"})
+		return c.Redirect("/members", fiber.StatusSeeOther)
+	})
+	app.Post("/auth/logout", func(c *fiber.Ctx) error {
+		f.mu.Lock()
+		delete(f.sessions, c.Cookies(SessionCookie))
+		f.mu.Unlock()
+		c.ClearCookie(SessionCookie)
+		return c.Redirect("/signin?error=signed_out", fiber.StatusSeeOther)
+	})
+}
+
+// SignIn starts a session for email in tenant and returns the cookie value.
+func (f *Fake) SignIn(tenant, email string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p := auth.Principal{Tenant: tenant, Subject: "user:" + email, Email: email, Kind: auth.KindUser, Namespace: auth.AllNamespaces, Role: auth.RoleViewer}
+	for i, m := range f.members[tenant] {
+		if m.Email == email {
+			if m.Owner {
+				p.Role = auth.RoleOwner
+			} else if m.Role != "" {
+				p.Role = m.Role
+			}
+			now := f.now()
+			f.members[tenant][i].Status, f.members[tenant][i].LastLogin = store.MemberActive, &now
+		}
+	}
+	sid := randomHex()
+	f.sessions[sid] = p
+	return sid
+}
+
+// Principal reads the fake session cookie.
+func (f *Fake) Principal(c *fiber.Ctx) (auth.Principal, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p, ok := f.sessions[c.Cookies(SessionCookie)]
+	return p, ok
+}
+
+// CSRFToken returns the double-submit token, setting its cookie on first use.
+func (f *Fake) CSRFToken(c *fiber.Ctx) string {
+	if f.FixedCSRF != "" {
+		return f.FixedCSRF
+	}
+	if t := c.Cookies(CSRFCookie); t != "" {
+		return t
+	}
+	t := randomHex()
+	c.Cookie(&fiber.Cookie{Name: CSRFCookie, Value: t, Path: "/", HTTPOnly: true, SameSite: "Strict"})
+	c.Request().Header.SetCookie(CSRFCookie, t)
+	return t
+}
+
+// CSRF rejects unsafe requests whose form field or X-CSRF-Token header does
+// not match the token cookie.
+func (f *Fake) CSRF(c *fiber.Ctx) error {
+	if c.Method() == fiber.MethodGet || c.Method() == fiber.MethodHead {
+		return c.Next()
+	}
+	want := c.Cookies(CSRFCookie)
+	if f.FixedCSRF != "" {
+		want = f.FixedCSRF
+	}
+	got := c.Get("X-CSRF-Token")
+	if got == "" {
+		got = c.FormValue("_csrf")
+	}
+	if want == "" || subtle.ConstantTimeCompare([]byte(want), []byte(got)) != 1 {
+		return c.Status(fiber.StatusForbidden).SendString("CSRF token missing or wrong")
+	}
+	return c.Next()
+}
+
+func (f *Fake) record(p auth.Principal, verb, ns, res string) {
+	recs := f.audit[p.Tenant]
+	f.audit[p.Tenant] = append(recs, appaudit.Record{
+		Seq: int64(len(recs) + 1), Time: f.now(), Tenant: p.Tenant, Actor: p.Subject, Verb: verb,
+		Namespace: ns, Resource: res, Outcome: appaudit.OutcomeAllowed, Policy: p.EffectivePolicy(),
+	})
+}
+
+// AddAudit appends a record to a tenant's log (for paging tests).
+func (f *Fake) AddAudit(r appaudit.Record) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r.Seq = int64(len(f.audit[r.Tenant]) + 1)
+	f.audit[r.Tenant] = append(f.audit[r.Tenant], r)
+}
+
+// Signup creates a tenant, its owner and a default namespace.
+func (f *Fake) Signup(_ context.Context, req signup.Request) (store.TenantRecord, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.tenants[req.Tenant]; ok {
+		return store.TenantRecord{}, fmt.Errorf("tenant %q: %w", req.Tenant, store.ErrAlreadyExists)
+	}
+	t := store.TenantRecord{ID: req.Tenant, DisplayName: req.DisplayName, CreatedAt: f.now()}
+	f.tenants[t.ID] = t
+	f.members[t.ID] = []members.Member{{Member: store.Member{Tenant: t.ID, Email: req.OwnerEmail, Name: req.OwnerName, Owner: true,
+		Status: store.MemberInvited, InvitedBy: "signup", CreatedAt: f.now()}, Role: auth.RoleOwner}}
+	f.namespaces[t.ID] = []namespaces.Namespace{{Name: "default", DisplayName: "Default", CreatedAt: f.now()}}
+	f.record(auth.Principal{Tenant: t.ID, Subject: "signup:" + req.OwnerEmail}, "signup", "", "tenants/"+t.ID)
+	return t, nil
+}
+
+// TenantIssuers gives every tenant an SSO issuer named after it.
+func (f *Fake) TenantIssuers(_ context.Context, tenant string) ([]signin.Issuer, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t, ok := f.tenants[tenant]
+	if !ok {
+		return nil, nil
+	}
+	return []signin.Issuer{{ID: "sso-" + t.ID, Name: t.DisplayName + " SSO"}}, nil
+}
+
+// Tenants lists the tenants p's e-mail belongs to.
+func (f *Fake) Tenants(_ context.Context, p auth.Principal) ([]store.TenantRecord, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []store.TenantRecord
+	for id, ms := range f.members {
+		for _, m := range ms {
+			if m.Email == p.Email {
+				out = append(out, f.tenants[id])
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// Members lists p's tenant's members by e-mail.
+func (f *Fake) Members(_ context.Context, p auth.Principal) ([]members.Member, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := append([]members.Member(nil), f.members[p.Tenant]...)
+	sort.Slice(out, func(i, j int) bool { return out[i].Email < out[j].Email })
+	return out, nil
+}
+
+// Invite adds a member.
+func (f *Fake) Invite(_ context.Context, p auth.Principal, inv members.Invitation) error {
+	if err := p.Authorize(auth.VerbApply, ""); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, m := range f.members[p.Tenant] {
+		if m.Email == inv.Email {
+			return fmt.Errorf("member %s: %w", inv.Email, store.ErrAlreadyExists)
+		}
+	}
+	role := inv.Role
+	if role != auth.RoleOwner {
+		role += " in " + inv.Namespace
+	}
+	f.members[p.Tenant] = append(f.members[p.Tenant], members.Member{Member: store.Member{Tenant: p.Tenant, Email: inv.Email,
+		Owner: inv.Role == auth.RoleOwner, Status: store.MemberInvited, InvitedBy: p.Email, CreatedAt: f.now()}, Role: role})
+	f.record(p, "invite", "", "members/"+inv.Email)
+	return nil
+}
+
+// Remove removes a member.
+func (f *Fake) Remove(_ context.Context, p auth.Principal, email string) error {
+	if err := p.Authorize(auth.VerbDelete, ""); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ms := f.members[p.Tenant]
+	for i, m := range ms {
+		if m.Email == email {
+			f.members[p.Tenant] = append(ms[:i:i], ms[i+1:]...)
+			f.record(p, "delete", "", "members/"+email)
+			return nil
+		}
+	}
+	return fmt.Errorf("member %s: %w", email, store.ErrNotFound)
+}
+
+// Namespaces lists p's tenant's namespaces.
+func (f *Fake) Namespaces(_ context.Context, p auth.Principal) ([]namespaces.Namespace, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]namespaces.Namespace(nil), f.namespaces[p.Tenant]...), nil
+}
+
+// CreateNamespace adds a namespace.
+func (f *Fake) CreateNamespace(_ context.Context, p auth.Principal, name string) error {
+	if err := p.Authorize(auth.VerbApply, ""); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, n := range f.namespaces[p.Tenant] {
+		if n.Name == name {
+			return fmt.Errorf("namespace %s: %w", name, store.ErrAlreadyExists)
+		}
+	}
+	f.namespaces[p.Tenant] = append(f.namespaces[p.Tenant], namespaces.Namespace{Name: name, CreatedAt: f.now()})
+	f.record(p, "apply", "", "namespaces/"+name)
+	return nil
+}
+
+// APIKeys lists p's tenant's keys.
+func (f *Fake) APIKeys(_ context.Context, p auth.Principal) ([]store.APIKey, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]store.APIKey(nil), f.keys[p.Tenant]...), nil
+}
+
+// CreateAPIKey makes a key and keeps only its hash.
+func (f *Fake) CreateAPIKey(_ context.Context, p auth.Principal, req apikeys.Request) (string, store.APIKey, error) {
+	if err := p.Authorize(auth.VerbApply, ""); err != nil {
+		return "", store.APIKey{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	secret, hash, err := auth.NewAPIKeySecret()
+	if err != nil {
+		return "", store.APIKey{}, err
+	}
+	if len(f.FixedSecrets) > 0 {
+		secret, f.FixedSecrets = f.FixedSecrets[0], f.FixedSecrets[1:]
+		hash = auth.HashAPIKey(secret)
+	}
+	f.seq++
+	k := store.APIKey{ID: fmt.Sprintf("key-%d", f.seq), Tenant: p.Tenant, Name: req.Name, SecretHash: hash,
+		Namespace: req.Namespace, Role: req.Role, CreatedAt: f.now()}
+	f.keys[p.Tenant] = append(f.keys[p.Tenant], k)
+	f.record(p, "apply", "", "apikeys/"+k.Name)
+	return secret, k, nil
+}
+
+// RevokeAPIKey marks a key revoked.
+func (f *Fake) RevokeAPIKey(_ context.Context, p auth.Principal, id string) error {
+	if err := p.Authorize(auth.VerbDelete, ""); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, k := range f.keys[p.Tenant] {
+		if k.ID == id && k.RevokedAt == nil {
+			now := f.now()
+			f.keys[p.Tenant][i].RevokedAt = &now
+			f.record(p, "delete", "", "apikeys/"+k.Name)
+			return nil
+		}
+	}
+	return fmt.Errorf("api key %s: %w", id, store.ErrNotFound)
+}
+
+// VerifyAPIKey authenticates a secret the way the API does (by hash).
+func (f *Fake) VerifyAPIKey(secret string) (store.APIKey, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	h := auth.HashAPIKey(secret)
+	for _, ks := range f.keys {
+		for _, k := range ks {
+			if k.SecretHash == h && k.RevokedAt == nil {
+				return k, true
+			}
+		}
+	}
+	return store.APIKey{}, false
+}
+
+// Audit filters and pages p's tenant's log.
+func (f *Fake) Audit(_ context.Context, p auth.Principal, q store.AuditListParams) ([]appaudit.Record, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []appaudit.Record
+	for _, r := range f.audit[p.Tenant] {
+		if r.Seq <= q.After || (q.Actor != "" && !strings.Contains(r.Actor, q.Actor)) || (q.Verb != "" && r.Verb != q.Verb) || (q.Namespace != "" && r.Namespace != q.Namespace) {
+			continue
+		}
+		out = append(out, r)
+		if q.Limit > 0 && len(out) == q.Limit {
+			break
+		}
+	}
+	return out, nil
+}
+
+// LoginURL is the fake code-flow start for a tenant.
+func LoginURL(tenant string) string {
+	return "/auth/login?issuer=test&tenant=" + url.QueryEscape(tenant)
+}
+
+func randomHex() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
