@@ -56,6 +56,13 @@ func Run(t *testing.T, open OpenFunc) {
 		{"APIKeys", testAPIKeys},
 		{"TenantIsolation", testTenantIsolation},
 		{"ConcurrentWriters", testConcurrentWriters},
+		{"TenantDirectory", testTenantDirectory},
+		{"Members", testMembers},
+		{"MembershipsByEmail", testMembershipsByEmail},
+		{"MemberIsolation", testMemberIsolation},
+		{"Sessions", testSessions},
+		{"APIKeyManagement", testAPIKeyManagement},
+		{"SigningKeys", testSigningKeys},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
