@@ -247,6 +247,35 @@ func TestNonSuperuserOwner(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, tenant, key.Tenant)
 
+	// The identity functions, owned by this role, see through FORCE ROW
+	// LEVEL SECURITY thanks to their TO CURRENT_USER policies.
+	email := "owner@" + tenant + ".example"
+	require.NoError(t, s.TenantCreate(ctx, store.TenantRecord{ID: tenant}))
+	require.ErrorIs(t, s.TenantCreate(ctx, store.TenantRecord{ID: tenant}), store.ErrAlreadyExists)
+	_, err = s.TenantGet(ctx, tenant)
+	require.NoError(t, err)
+	require.NoError(t, s.Update(ctx, tenant, func(ctx context.Context, tx store.Tx) error {
+		return tx.MemberUpsert(ctx, store.Member{Email: email})
+	}))
+	ms, err := s.MembershipsByEmail(ctx, email)
+	require.NoError(t, err)
+	require.Len(t, ms, 1)
+	require.NoError(t, s.APIKeyTouch(ctx, tenant, key.ID, time.Now()))
+	key, err = s.APIKeyLookup(ctx, "hash-"+tenant)
+	require.NoError(t, err)
+	require.NotNil(t, key.LastUsedAt)
+	sess := store.Session{IDHash: "session-" + tenant, Tenant: tenant, Email: email, ExpiresAt: time.Now().Add(time.Hour)}
+	require.NoError(t, s.SessionInsert(ctx, sess))
+	_, err = s.SessionGet(ctx, sess.IDHash, time.Now())
+	require.NoError(t, err)
+	require.NoError(t, s.Update(ctx, tenant, func(ctx context.Context, tx store.Tx) error { return tx.MemberDelete(ctx, email) }))
+	_, err = s.SessionGet(ctx, sess.IDHash, time.Now())
+	require.ErrorIs(t, err, store.ErrNotFound, "the membership's sessions ended")
+	require.NoError(t, s.SessionInsert(ctx, sess))
+	require.NoError(t, s.SessionDelete(ctx, sess.IDHash))
+	_, err = s.SessionGet(ctx, sess.IDHash, time.Now())
+	require.ErrorIs(t, err, store.ErrNotFound)
+
 	// The owner itself, connected directly, sees no tenant rows either.
 	ownerConn := adminConn(t, u.String())
 	var n int

@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sort"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -47,8 +49,127 @@ func seedTenant(t *testing.T, s store.Store, tenant string) {
 		if _, err := tx.AuditInsert(ctx, audit.Record{Actor: "u", Verb: "apply", Outcome: audit.OutcomeAllowed}); err != nil {
 			return err
 		}
-		return tx.APIKeyInsert(ctx, store.APIKey{SecretHash: hex.EncodeToString(sum[:]), Namespace: "*", Role: "admin"})
+		if err := tx.MemberUpsert(ctx, store.Member{Email: "owner@" + tenant + ".example", Owner: true}); err != nil {
+			return err
+		}
+		return tx.APIKeyInsert(ctx, store.APIKey{ID: "key-" + tenant, SecretHash: hex.EncodeToString(sum[:]), Namespace: "*", Role: "admin"})
 	}))
+	require.NoError(t, s.SessionInsert(context.Background(), store.Session{IDHash: sessionHash(tenant), Tenant: tenant,
+		Email: "owner@" + tenant + ".example", ExpiresAt: time.Now().Add(time.Hour)}))
+}
+
+// sessionHash is the id hash of the session seedTenant gives tenant.
+func sessionHash(tenant string) string {
+	sum := sha256.Sum256([]byte("session-" + tenant))
+	return hex.EncodeToString(sum[:])
+}
+
+// testIdentityRowLevelSecurity proves, as the app role with raw SQL, that
+// the tenant directory and sessions are reachable only through their
+// SECURITY DEFINER functions, that those functions return only the rows
+// their arguments name, and that signing keys cannot be deleted. a and b
+// were seeded by seedTenant.
+func testIdentityRowLevelSecurity(t *testing.T, s store.Store, a, b string,
+	asTenant func(tenant string, fn func(tx pgx.Tx) error) error, requireRefused func(err error, msg string)) {
+	ctx := context.Background()
+	require.NoError(t, s.TenantCreate(ctx, store.TenantRecord{ID: a}))
+	require.NoError(t, s.TenantCreate(ctx, store.TenantRecord{ID: b}))
+	shared := "shared-" + a + "@example.com"
+	for _, tenant := range []string{a, b} {
+		require.NoError(t, s.Update(ctx, tenant, func(ctx context.Context, tx store.Tx) error {
+			return tx.MemberUpsert(ctx, store.Member{Email: shared})
+		}))
+		require.NoError(t, s.SessionInsert(ctx, store.Session{IDHash: sessionHash(tenant + "-shared"), Tenant: tenant,
+			Email: shared, ExpiresAt: time.Now().Add(time.Hour)}))
+	}
+	exec := func(tenant, q string, args ...any) error {
+		return asTenant(tenant, func(tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, q, args...)
+			return err
+		})
+	}
+	rows := func(tenant, q string, args ...any) []string {
+		var out []string
+		require.NoError(t, asTenant(tenant, func(tx pgx.Tx) error {
+			r, err := tx.Query(ctx, q, args...)
+			if err != nil {
+				return err
+			}
+			out, err = pgx.CollectRows(r, pgx.RowTo[string])
+			return err
+		}))
+		return out
+	}
+
+	// No direct access at all to the directory and the sessions, with or
+	// without a tenant: warden_app holds no privilege on either table.
+	for _, tenant := range []string{a, ""} {
+		for _, q := range []string{
+			`SELECT count(*) FROM tenants`,
+			`INSERT INTO tenants (id, created_at) VALUES ('evil-' || md5(random()::text), now())`,
+			`UPDATE tenants SET display_name = 'evil'`,
+			`DELETE FROM tenants`,
+			`SELECT count(*) FROM sessions`,
+			`SELECT count(*) FROM sessions WHERE tenant_id = current_setting('warden.tenant_id', true)`,
+			`INSERT INTO sessions (id_hash, tenant_id, email, csrf_token, created_at, expires_at) VALUES ('evil', '` + a + `', 'e', '', now(), now())`,
+			`UPDATE sessions SET expires_at = expires_at`,
+			`DELETE FROM sessions`,
+		} {
+			requireRefused(exec(tenant, q), fmt.Sprintf("as tenant %q: %s", tenant, q))
+		}
+	}
+
+	// The functions answer only for the rows named.
+	require.Equal(t, []string{a}, rows("", `SELECT tenant_id FROM warden_session_get($1, now())`, sessionHash(a)),
+		"a session is found by its hash alone, before the tenant is known")
+	require.Empty(t, rows(b, `SELECT tenant_id FROM warden_session_get($1, now() + interval '2 hours')`, sessionHash(a)),
+		"an expired session is not found")
+	want := []string{a, b}
+	sort.Strings(want)
+	require.Equal(t, want, rows("", `SELECT tenant_id FROM warden_memberships_by_email($1)`, shared))
+	require.Equal(t, []string{a}, rows("", `SELECT tenant_id FROM warden_memberships_by_email($1)`, "owner@"+a+".example"))
+	require.Equal(t, []string{a}, rows("", `SELECT id FROM warden_tenant_get($1)`, a))
+	require.Equal(t, []string{"false"}, rows("", `SELECT warden_tenant_create($1, 'taken', now())::text`, a))
+	require.Equal(t, []string{"false"}, rows("", `SELECT warden_api_key_touch($1, $2, now())::text`, b, "key-"+a),
+		"touch names the key by tenant and id")
+
+	// Ending a person's sessions acts only inside the caller's tenant (each
+	// asTenant transaction rolls back, so check inside it).
+	found := func(tx pgx.Tx, hash string) bool {
+		var n int
+		require.NoError(t, tx.QueryRow(ctx, `SELECT count(*) FROM warden_session_get($1, now())`, hash).Scan(&n))
+		return n == 1
+	}
+	require.NoError(t, asTenant(b, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `SELECT warden_session_end_member($1)`, shared)
+		require.NoError(t, err)
+		require.False(t, found(tx, sessionHash(b+"-shared")), "B's session of the person ended")
+		require.True(t, found(tx, sessionHash(a+"-shared")), "A's session of the same person survives")
+		require.True(t, found(tx, sessionHash(b)), "B's other sessions survive")
+		return nil
+	}))
+	require.NoError(t, asTenant("", func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `SELECT warden_session_end_member($1)`, shared)
+		require.NoError(t, err)
+		require.True(t, found(tx, sessionHash(a+"-shared")), "without a tenant it ends nothing")
+		return nil
+	}))
+
+	// Signing keys belong to the deployment: readable, insertable and
+	// retirable by the app role, never deletable.
+	require.NoError(t, asTenant("", func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO signing_keys (id, public_key, private_key_encrypted, created_at)
+			VALUES ($1, 'p', 'e', now())`, "rls-"+a)
+		require.NoError(t, err)
+		tag, err := tx.Exec(ctx, `UPDATE signing_keys SET retired_at = now() WHERE id = $1`, "rls-"+a)
+		require.NoError(t, err)
+		require.EqualValues(t, 1, tag.RowsAffected())
+		var n int
+		require.NoError(t, tx.QueryRow(ctx, `SELECT count(*) FROM signing_keys WHERE id = $1`, "rls-"+a).Scan(&n))
+		require.Equal(t, 1, n)
+		return nil
+	}))
+	requireRefused(exec("", `DELETE FROM signing_keys`), "DELETE of signing keys")
 }
 
 // testRowLevelSecurity connects as the app role with raw SQL, as a bug in
@@ -114,6 +235,7 @@ func testRowLevelSecurity(t *testing.T, url string, s store.Store) {
 		{"audit_log", `INSERT INTO audit_log (tenant_id, seq, time, actor, verb, outcome, prev_hash, hash) VALUES ($1, 999, now(), 'evil', 'v', 'o', '', '')`, `actor = actor`},
 		{"api_keys", `INSERT INTO api_keys (id, tenant_id, secret_hash, created_at) VALUES ('evil-' || $1, $1, 'evil-' || $1, now())`, `role = role`},
 		{"tenant_state", `INSERT INTO tenant_state (tenant_id) VALUES ($1 || '-new')`, `rv = rv`},
+		{"members", `INSERT INTO members (tenant_id, email, created_at) VALUES ($1, 'evil@example.com', now())`, `name = name`},
 	}
 	for _, tb := range tables {
 		t.Run(tb.name, func(t *testing.T) {
@@ -148,6 +270,10 @@ func testRowLevelSecurity(t *testing.T, url string, s store.Store) {
 			requireRefused(err, "moving own rows to tenant B")
 		})
 	}
+
+	t.Run("Identity", func(t *testing.T) {
+		testIdentityRowLevelSecurity(t, s, a, b, asTenant, requireRefused)
+	})
 
 	// The app role cannot switch RLS off or read the migration table.
 	_, err = affected(a, `ALTER TABLE resources DISABLE ROW LEVEL SECURITY`)
