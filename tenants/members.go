@@ -147,8 +147,14 @@ func (s *Service) BindRole(ctx context.Context, p auth.Principal, namespace, ema
 
 // bind creates or updates the person's RoleBinding in namespace.
 func (s *Service) bind(ctx context.Context, tx store.Tx, p auth.Principal, namespace, email, role string) error {
+	return s.bindNamed(ctx, tx, p, namespace, MemberBindingName(email), email, role)
+}
+
+// bindNamed creates or updates the RoleBinding name in namespace so that it
+// grants role to `User <email>`.
+func (s *Service) bindNamed(ctx context.Context, tx store.Tx, p auth.Principal, namespace, name, email, role string) error {
 	t := s.now().UTC()
-	key := resource.Key{Kind: resource.KindRoleBinding, Namespace: namespace, Name: MemberBindingName(email)}
+	key := resource.Key{Kind: resource.KindRoleBinding, Namespace: namespace, Name: name}
 	o := &resource.Object{APIVersion: resource.GroupVersion, Kind: resource.KindRoleBinding,
 		Metadata: resource.ObjectMeta{Name: key.Name, Namespace: namespace, Annotations: map[string]string{EmailAnnotation: email}},
 		Spec:     map[string]any{"role": role, "subjects": []any{map[string]any{"kind": "User", "name": email}}}}
