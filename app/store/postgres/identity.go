@@ -317,3 +317,17 @@ func (t *writeTx) APIKeyRevoke(ctx context.Context, id string, at time.Time) err
 	}
 	return nil
 }
+
+// TenantDelete removes a directory entry through warden_tenant_delete, so
+// that a failed signup can free its name; ErrNotFound when absent. It is
+// not part of store.IdentityStore and leaves the tenant's data alone.
+func (s *Store) TenantDelete(ctx context.Context, id string) error {
+	var found bool
+	if err := s.pool.QueryRow(ctx, `SELECT warden_tenant_delete($1)`, id).Scan(&found); err != nil {
+		return fmt.Errorf("postgres: delete tenant %s: %w", id, err)
+	}
+	if !found {
+		return fmt.Errorf("delete tenant %s: %w", id, store.ErrNotFound)
+	}
+	return nil
+}

@@ -11,10 +11,10 @@ import (
 
 // The IdentityStore methods below run outside a tenant transaction: reads
 // on the reader pool, writes on the single writer connection. Never call a
-// writing one (TenantCreate, SessionInsert, SessionDelete, APIKeyTouch,
-// SigningKeyInsert, SigningKeyRetire) from inside an Update callback: the
-// writer connection is held by that transaction, and the call would wait
-// for it forever.
+// writing one (TenantCreate, TenantDelete, SessionInsert, SessionDelete,
+// APIKeyTouch, SigningKeyInsert, SigningKeyRetire) from inside an Update
+// callback: the writer connection is held by that transaction, and the call
+// would wait for it forever.
 
 // TenantCreate registers a tenant id in the global directory.
 func (s *Store) TenantCreate(ctx context.Context, t store.TenantRecord) error {
@@ -33,6 +33,17 @@ func (s *Store) TenantCreate(ctx context.Context, t store.TenantRecord) error {
 		return fmt.Errorf("create tenant %s: %w", t.ID, store.ErrAlreadyExists)
 	}
 	return nil
+}
+
+// TenantDelete removes a directory entry, so that a failed signup can free
+// its name; ErrNotFound when absent. It is not part of store.IdentityStore
+// and leaves the tenant's data alone.
+func (s *Store) TenantDelete(ctx context.Context, id string) error {
+	res, err := s.writer.ExecContext(ctx, `DELETE FROM tenants WHERE id = ?`, id)
+	if err != nil {
+		return fmt.Errorf("sqlite: delete tenant %s: %w", id, err)
+	}
+	return requireOne(res, "delete tenant "+id, store.ErrNotFound)
 }
 
 // TenantGet returns one directory entry or ErrNotFound.

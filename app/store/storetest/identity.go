@@ -108,6 +108,21 @@ func testTenantDirectory(t *testing.T, s store.Store) {
 		}
 	}
 	require.Equal(t, []string{a, b}, mine)
+
+	// Drivers may offer TenantDelete, to undo a failed signup.
+	d, ok := s.(interface {
+		TenantDelete(ctx context.Context, id string) error
+	})
+	if !ok {
+		return
+	}
+	require.NoError(t, d.TenantDelete(ctx, a))
+	_, err = s.TenantGet(ctx, a)
+	require.ErrorIs(t, err, store.ErrNotFound)
+	require.ErrorIs(t, d.TenantDelete(ctx, a), store.ErrNotFound)
+	require.NoError(t, s.TenantCreate(ctx, store.TenantRecord{ID: a, DisplayName: "Alpha again"}), "the name is free again")
+	_, err = s.TenantGet(ctx, b)
+	require.NoError(t, err, "other entries stay")
 }
 
 func testMembers(t *testing.T, s store.Store) {
