@@ -18,6 +18,9 @@ import (
 // alone), and lists come back in slice order (so tests can shuffle it) two
 // items a page, to exercise continue tokens.
 type fakeReader struct {
+	// MemberReader is never called by the compiler; embedding it keeps the
+	// fake a store.Reader.
+	store.MemberReader
 	objs  []*resource.Object
 	gets  int
 	lists int
