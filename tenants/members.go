@@ -70,22 +70,14 @@ func (s *Service) Invite(ctx context.Context, p auth.Principal, email, role, nam
 	}
 	var out store.Member
 	err = s.st.Update(ctx, p.Tenant, func(ctx context.Context, tx store.Tx) error {
-		mt, err := memberTx(tx)
-		if err != nil {
-			return err
-		}
-		mr, err := memberReader(tx)
-		if err != nil {
-			return err
-		}
 		if err := namespaceExists(ctx, tx, namespace); err != nil {
 			return err
 		}
-		m, err := mr.MemberGet(ctx, email)
+		m, err := tx.MemberGet(ctx, email)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			m = &store.Member{Tenant: p.Tenant, Email: email, Status: store.MemberInvited, InvitedBy: p.Subject, CreatedAt: s.now().UTC()}
-			if err := mt.MemberUpsert(ctx, *m); err != nil {
+			if err := tx.MemberUpsert(ctx, *m); err != nil {
 				return fmt.Errorf("add member: %w", err)
 			}
 		case err != nil:
@@ -120,11 +112,7 @@ func (s *Service) BindRole(ctx context.Context, p auth.Principal, namespace, ema
 	}
 	var out *resource.Object
 	err = s.st.Update(ctx, p.Tenant, func(ctx context.Context, tx store.Tx) error {
-		mr, err := memberReader(tx)
-		if err != nil {
-			return err
-		}
-		if _, err := mr.MemberGet(ctx, email); err != nil {
+		if _, err := tx.MemberGet(ctx, email); err != nil {
 			if errors.Is(err, store.ErrNotFound) {
 				return apierr.New(apierr.CodeNotFound, "%s is not a member of tenant %q: invite them first", email, p.Tenant)
 			}
@@ -233,15 +221,7 @@ func (s *Service) RemoveMember(ctx context.Context, p auth.Principal, email stri
 		return err
 	}
 	err = s.st.Update(ctx, p.Tenant, func(ctx context.Context, tx store.Tx) error {
-		mt, err := memberTx(tx)
-		if err != nil {
-			return err
-		}
-		mr, err := memberReader(tx)
-		if err != nil {
-			return err
-		}
-		m, err := mr.MemberGet(ctx, email)
+		m, err := tx.MemberGet(ctx, email)
 		if errors.Is(err, store.ErrNotFound) {
 			return apierr.New(apierr.CodeNotFound, "%s is not a member of tenant %q", email, p.Tenant)
 		}
@@ -252,7 +232,7 @@ func (s *Service) RemoveMember(ctx context.Context, p auth.Principal, email stri
 			if !p.System && p.Role != auth.RoleOwner {
 				return apierr.New(apierr.CodeForbidden, "only a tenant owner may remove an owner")
 			}
-			all, err := mr.MemberList(ctx)
+			all, err := tx.MemberList(ctx)
 			if err != nil {
 				return err
 			}
@@ -266,7 +246,7 @@ func (s *Service) RemoveMember(ctx context.Context, p auth.Principal, email stri
 				return apierr.New(apierr.CodeConflict, "%s is the last owner of tenant %q: make someone else owner first", email, p.Tenant)
 			}
 		}
-		if err := mt.MemberDelete(ctx, email); err != nil {
+		if err := tx.MemberDelete(ctx, email); err != nil {
 			return err
 		}
 		return s.unbindAll(ctx, tx, p, email)
@@ -318,11 +298,8 @@ func (s *Service) Members(ctx context.Context, p auth.Principal) ([]store.Member
 	}
 	var out []store.Member
 	err := s.st.View(ctx, p.Tenant, func(ctx context.Context, r store.Reader) error {
-		mr, err := memberReader(r)
-		if err != nil {
-			return err
-		}
-		out, err = mr.MemberList(ctx)
+		var err error
+		out, err = r.MemberList(ctx)
 		return err
 	})
 	if err != nil {

@@ -17,14 +17,14 @@ import (
 // Service signs tenants up and administers their people, namespaces and
 // role bindings. It is safe for concurrent use.
 type Service struct {
-	st     Store
+	st     store.Store
 	now    func() time.Time
 	logger *slog.Logger
 }
 
 // New returns a Service over st. now defaults to time.Now and logger to
 // slog.Default().
-func New(st Store, now func() time.Time, logger *slog.Logger) *Service {
+func New(st store.Store, now func() time.Time, logger *slog.Logger) *Service {
 	if now == nil {
 		now = time.Now
 	}
@@ -90,14 +90,10 @@ func (s *Service) Signup(ctx context.Context, req SignupRequest) (*store.TenantR
 	}
 
 	err = s.st.Update(ctx, rec.ID, func(ctx context.Context, tx store.Tx) error {
-		mt, err := memberTx(tx)
-		if err != nil {
-			return err
-		}
 		if err := Seed(ctx, tx, rec, email); err != nil {
 			return err
 		}
-		return mt.MemberUpsert(ctx, store.Member{Tenant: rec.ID, Email: email, Name: req.OwnerName, Owner: true,
+		return tx.MemberUpsert(ctx, store.Member{Tenant: rec.ID, Email: email, Name: req.OwnerName, Owner: true,
 			Status: store.MemberActive, InvitedBy: "system:signup", CreatedAt: now})
 	})
 	if err != nil {

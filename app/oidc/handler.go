@@ -19,14 +19,6 @@ import (
 	"github.com/warden-dev/warden/app/store"
 )
 
-// Store is what sign-in needs from storage: tenant transactions plus the
-// identity methods (directory, memberships, sessions). Once the drivers
-// embed store.IdentityStore into store.Store every store.Store satisfies it.
-type Store interface {
-	store.Store
-	store.IdentityStore
-}
-
 // ssoIssuerPrefix names a tenant's own SSO connection in the flow cookie:
 // "sso:<tenant>".
 const ssoIssuerPrefix = "sso:"
@@ -36,7 +28,7 @@ const ssoIssuerPrefix = "sso:"
 // ID tokens presented as API bearer tokens. Build it with New.
 type Handler struct {
 	cfg     Config
-	st      Store
+	st      store.Store
 	now     func() time.Time
 	log     *slog.Logger
 	key     []byte
@@ -52,7 +44,7 @@ type Handler struct {
 }
 
 // New returns a Handler. now defaults to time.Now, logger to slog.Default().
-func New(cfg Config, st Store, now func() time.Time, logger *slog.Logger) (*Handler, error) {
+func New(cfg Config, st store.Store, now func() time.Time, logger *slog.Logger) (*Handler, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err

@@ -3,7 +3,6 @@ package oidc
 import (
 	"context"
 	"crypto/subtle"
-	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -272,12 +271,7 @@ func (h *Handler) admit(ctx context.Context, p provider, tenant, email string, c
 			return apierr.New(apierr.CodeForbidden, "sign-in refused: tenant %q allows only e-mail addresses of %s, not %s",
 				tenant, strings.Join(sso.AllowedDomains, ", "), domain)
 		}
-		mt, okT := tx.(store.MemberTx)
-		mr, okR := tx.(store.MemberReader)
-		if !okT || !okR {
-			return errors.New("the store driver does not implement tenant members")
-		}
-		m, err := mr.MemberGet(ctx, email)
+		m, err := tx.MemberGet(ctx, email)
 		if err != nil {
 			if isNotFound(err) {
 				return apierr.New(apierr.CodeForbidden, "%s is not a member of tenant %q", email, tenant)
@@ -285,7 +279,7 @@ func (h *Handler) admit(ctx context.Context, p provider, tenant, email string, c
 			return err
 		}
 		m.Status, m.LastLogin = store.MemberActive, &now
-		if err := mt.MemberUpsert(ctx, *m); err != nil {
+		if err := tx.MemberUpsert(ctx, *m); err != nil {
 			return fmt.Errorf("record sign-in: %w", err)
 		}
 		if p.tenant != "" && sso != nil && sso.RoleClaim != "" {

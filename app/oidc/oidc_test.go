@@ -30,6 +30,7 @@ import (
 	"github.com/warden-dev/warden/app/resource"
 	"github.com/warden-dev/warden/app/store"
 	"github.com/warden-dev/warden/app/store/backend"
+	"github.com/warden-dev/warden/app/store/postgres/pgtest"
 	"github.com/warden-dev/warden/tenants"
 )
 
@@ -96,21 +97,41 @@ func startProvider(t *testing.T) string {
 
 type bundle struct {
 	ctx    context.Context
-	st     *fakeIdentity
+	st     store.Store
 	h      *Handler
 	app    *fiber.App
 	issuer string
 	skew   *atomic.Int64 // added to the wall clock, in nanoseconds
 }
 
+// storeURLs open a fresh store per backend.
+var storeURLs = map[string]func(t *testing.T) string{
+	"sqlite":   func(t *testing.T) string { return "sqlite://" + t.TempDir() + "/w.db" },
+	"postgres": func(t *testing.T) string { return pgtest.NewDatabase(t) },
+}
+
+// forEachStore runs fn on SQLite and Postgres.
+func forEachStore(t *testing.T, fn func(t *testing.T, storeURL string)) {
+	for name, open := range storeURLs {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			fn(t, open(t))
+		})
+	}
+}
+
 func setup(t *testing.T, mutate ...func(*Config)) bundle {
+	t.Helper()
+	return setupOn(t, storeURLs["sqlite"](t), mutate...)
+}
+
+func setupOn(t *testing.T, storeURL string, mutate ...func(*Config)) bundle {
 	t.Helper()
 	ctx := context.Background()
 	issuer := startProvider(t)
-	real, err := backend.Open(ctx, "sqlite://"+t.TempDir()+"/w.db", backend.Options{Logger: slog.New(slog.DiscardHandler)})
+	st, err := backend.Open(ctx, storeURL, backend.Options{Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = real.Close() })
-	st := newFakeIdentity(real)
+	t.Cleanup(func() { _ = st.Close() })
 	skew := &atomic.Int64{}
 	now := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
 	log := slog.New(slog.DiscardHandler)
@@ -283,52 +304,54 @@ func errCode(t *testing.T, resp *http.Response) (string, string) {
 
 func TestCodeFlowSession(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	session := b.signIn(t, "issuer=test", "alice@acme.example")
+	forEachStore(t, func(t *testing.T, storeURL string) {
+		b := setupOn(t, storeURL)
+		session := b.signIn(t, "issuer=test", "alice@acme.example")
 
-	status, p, csrf := b.whoami(t, session)
-	require.Equal(t, http.StatusOK, status)
-	require.Equal(t, auth.Principal{Tenant: "acme", Subject: "user:alice@acme.example", Role: auth.RoleOwner,
-		Namespace: auth.AllNamespaces, Kind: auth.KindUser, Email: "alice@acme.example"}, p)
-	require.NotEmpty(t, csrf)
+		status, p, csrf := b.whoami(t, session)
+		require.Equal(t, http.StatusOK, status)
+		require.Equal(t, auth.Principal{Tenant: "acme", Subject: "user:alice@acme.example", Role: auth.RoleOwner,
+			Namespace: auth.AllNamespaces, Kind: auth.KindUser, Email: "alice@acme.example"}, p)
+		require.NotEmpty(t, csrf)
 
-	// Only the hash of the session id is stored.
-	_, err := b.st.SessionGet(b.ctx, session.Value, time.Now())
-	require.ErrorIs(t, err, store.ErrNotFound)
-	_, err = b.st.SessionGet(b.ctx, hashSessionID(session.Value), time.Now())
-	require.NoError(t, err)
+		// Only the hash of the session id is stored.
+		_, err := b.st.SessionGet(b.ctx, session.Value, time.Now())
+		require.ErrorIs(t, err, store.ErrNotFound)
+		_, err = b.st.SessionGet(b.ctx, hashSessionID(session.Value), time.Now())
+		require.NoError(t, err)
 
-	// The member is active and has a last login.
-	ms, err := b.st.MembershipsByEmail(b.ctx, "alice@acme.example")
-	require.NoError(t, err)
-	require.Equal(t, store.MemberActive, ms[0].Status)
-	require.NotNil(t, ms[0].LastLogin)
+		// The member is active and has a last login.
+		ms, err := b.st.MembershipsByEmail(b.ctx, "alice@acme.example")
+		require.NoError(t, err)
+		require.Equal(t, store.MemberActive, ms[0].Status)
+		require.NotNil(t, ms[0].LastLogin)
 
-	// A non-owner gets the viewer floor; the invitation becomes active.
-	bob := b.signIn(t, "", "bob@acme.example")
-	status, p, _ = b.whoami(t, bob)
-	require.Equal(t, http.StatusOK, status)
-	require.Equal(t, auth.RoleViewer, p.Role)
-	ms, err = b.st.MembershipsByEmail(b.ctx, "bob@acme.example")
-	require.NoError(t, err)
-	require.Equal(t, store.MemberActive, ms[0].Status)
+		// A non-owner gets the viewer floor; the invitation becomes active.
+		bob := b.signIn(t, "", "bob@acme.example")
+		status, p, _ = b.whoami(t, bob)
+		require.Equal(t, http.StatusOK, status)
+		require.Equal(t, auth.RoleViewer, p.Role)
+		ms, err = b.st.MembershipsByEmail(b.ctx, "bob@acme.example")
+		require.NoError(t, err)
+		require.Equal(t, store.MemberActive, ms[0].Status)
 
-	// No cookie, unknown cookie: 401.
-	resp := b.do(t, httptest.NewRequest(http.MethodGet, "/console/whoami", nil))
-	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
-	status, _, _ = b.whoami(t, &http.Cookie{Name: SessionCookie, Value: "forged"})
-	require.Equal(t, http.StatusUnauthorized, status)
+		// No cookie, unknown cookie: 401.
+		resp := b.do(t, httptest.NewRequest(http.MethodGet, "/console/whoami", nil))
+		require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+		status, _, _ = b.whoami(t, &http.Cookie{Name: SessionCookie, Value: "forged"})
+		require.Equal(t, http.StatusUnauthorized, status)
 
-	// A removed member's session stops working at once.
-	svc := tenants.New(b.st, nil, nil)
-	require.NoError(t, svc.RemoveMember(b.ctx, auth.Principal{Tenant: "acme", Role: auth.RoleOwner, Namespace: auth.AllNamespaces}, "bob@acme.example"))
-	status, _, _ = b.whoami(t, bob)
-	require.Equal(t, http.StatusUnauthorized, status)
+		// A removed member's session stops working at once.
+		svc := tenants.New(b.st, nil, nil)
+		require.NoError(t, svc.RemoveMember(b.ctx, auth.Principal{Tenant: "acme", Role: auth.RoleOwner, Namespace: auth.AllNamespaces}, "bob@acme.example"))
+		status, _, _ = b.whoami(t, bob)
+		require.Equal(t, http.StatusUnauthorized, status)
 
-	// The session expires.
-	b.skew.Store(int64(13 * time.Hour))
-	status, _, _ = b.whoami(t, session)
-	require.Equal(t, http.StatusUnauthorized, status)
+		// The session expires.
+		b.skew.Store(int64(13 * time.Hour))
+		status, _, _ = b.whoami(t, session)
+		require.Equal(t, http.StatusUnauthorized, status)
+	})
 }
 
 func TestCSRFAndLogout(t *testing.T) {
@@ -523,64 +546,66 @@ func (b bundle) idToken(t *testing.T, email string) string {
 
 func TestBearerIDToken(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	token := b.idToken(t, "alice@acme.example")
-	require.True(t, b.h.Verifier().Accepts(token))
-	require.False(t, b.h.Verifier().Accepts("wk_abc"))
+	forEachStore(t, func(t *testing.T, storeURL string) {
+		b := setupOn(t, storeURL)
+		token := b.idToken(t, "alice@acme.example")
+		require.True(t, b.h.Verifier().Accepts(token))
+		require.False(t, b.h.Verifier().Accepts("wk_abc"))
 
-	call := func(token string, tenant string) *http.Response {
-		req := httptest.NewRequest(http.MethodGet, "/v1/whoami", nil)
-		req.Header.Set("Authorization", "Bearer "+token)
-		if tenant != "" {
-			req.Header.Set("X-Warden-Tenant", tenant)
+		call := func(token string, tenant string) *http.Response {
+			req := httptest.NewRequest(http.MethodGet, "/v1/whoami", nil)
+			req.Header.Set("Authorization", "Bearer "+token)
+			if tenant != "" {
+				req.Header.Set("X-Warden-Tenant", tenant)
+			}
+			return b.do(t, req)
 		}
-		return b.do(t, req)
-	}
-	resp := call(token, "")
-	raw := body(t, resp)
-	require.Equal(t, http.StatusOK, resp.StatusCode, raw)
-	var p auth.Principal
-	require.NoError(t, json.Unmarshal([]byte(raw), &p))
-	require.Equal(t, auth.Principal{Tenant: "acme", Subject: "user:alice@acme.example", Role: auth.RoleOwner,
-		Namespace: auth.AllNamespaces, Kind: auth.KindUser, Email: "alice@acme.example"}, p)
-
-	t.Run("tampered", func(t *testing.T) {
-		parts := strings.Split(token, ".")
-		claims, err := base64.RawURLEncoding.DecodeString(parts[1])
-		require.NoError(t, err)
-		forged := strings.Replace(string(claims), "alice@acme.example", "carol@acme.example", 1)
-		parts[1] = base64.RawURLEncoding.EncodeToString([]byte(forged))
-		resp := call(strings.Join(parts, "."), "")
-		require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
-		_, msg := errCode(t, resp)
-		require.Contains(t, msg, "signature")
-	})
-	t.Run("wrong audience", func(t *testing.T) {
-		other, err := New(Config{Issuers: []IssuerConfig{{Name: "test", IssuerURL: b.issuer, ClientID: "another-app"}}, RedirectURL: redirectURL},
-			b.st, nil, slog.New(slog.DiscardHandler))
-		require.NoError(t, err)
-		_, err = other.Verifier().Verify(b.ctx, token)
-		require.ErrorIs(t, err, auth.ErrUnauthenticated)
-		require.ErrorContains(t, err, "audience")
-	})
-	t.Run("several tenants need a choice", func(t *testing.T) {
-		carol := b.idToken(t, "carol@acme.example")
-		resp := call(carol, "")
-		require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
-		_, msg := errCode(t, resp)
-		require.Contains(t, msg, "X-Warden-Tenant")
-		resp = call(carol, "beta")
-		require.Equal(t, http.StatusOK, resp.StatusCode)
-	})
-	t.Run("expired", func(t *testing.T) {
-		b.skew.Store(int64(2 * time.Hour)) // the example provider's ID tokens live 1h
 		resp := call(token, "")
-		require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
-		_, msg := errCode(t, resp)
-		require.Contains(t, msg, "expired")
-		// Within the minute of clock skew it is still accepted.
-		b.skew.Store(int64(time.Hour + 30*time.Second))
-		require.Equal(t, http.StatusOK, call(token, "").StatusCode)
-		b.skew.Store(0)
+		raw := body(t, resp)
+		require.Equal(t, http.StatusOK, resp.StatusCode, raw)
+		var p auth.Principal
+		require.NoError(t, json.Unmarshal([]byte(raw), &p))
+		require.Equal(t, auth.Principal{Tenant: "acme", Subject: "user:alice@acme.example", Role: auth.RoleOwner,
+			Namespace: auth.AllNamespaces, Kind: auth.KindUser, Email: "alice@acme.example"}, p)
+
+		t.Run("tampered", func(t *testing.T) {
+			parts := strings.Split(token, ".")
+			claims, err := base64.RawURLEncoding.DecodeString(parts[1])
+			require.NoError(t, err)
+			forged := strings.Replace(string(claims), "alice@acme.example", "carol@acme.example", 1)
+			parts[1] = base64.RawURLEncoding.EncodeToString([]byte(forged))
+			resp := call(strings.Join(parts, "."), "")
+			require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+			_, msg := errCode(t, resp)
+			require.Contains(t, msg, "signature")
+		})
+		t.Run("wrong audience", func(t *testing.T) {
+			other, err := New(Config{Issuers: []IssuerConfig{{Name: "test", IssuerURL: b.issuer, ClientID: "another-app"}}, RedirectURL: redirectURL},
+				b.st, nil, slog.New(slog.DiscardHandler))
+			require.NoError(t, err)
+			_, err = other.Verifier().Verify(b.ctx, token)
+			require.ErrorIs(t, err, auth.ErrUnauthenticated)
+			require.ErrorContains(t, err, "audience")
+		})
+		t.Run("several tenants need a choice", func(t *testing.T) {
+			carol := b.idToken(t, "carol@acme.example")
+			resp := call(carol, "")
+			require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+			_, msg := errCode(t, resp)
+			require.Contains(t, msg, "X-Warden-Tenant")
+			resp = call(carol, "beta")
+			require.Equal(t, http.StatusOK, resp.StatusCode)
+		})
+		t.Run("expired", func(t *testing.T) {
+			b.skew.Store(int64(2 * time.Hour)) // the example provider's ID tokens live 1h
+			resp := call(token, "")
+			require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+			_, msg := errCode(t, resp)
+			require.Contains(t, msg, "expired")
+			// Within the minute of clock skew it is still accepted.
+			b.skew.Store(int64(time.Hour + 30*time.Second))
+			require.Equal(t, http.StatusOK, call(token, "").StatusCode)
+			b.skew.Store(0)
+		})
 	})
 }

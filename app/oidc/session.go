@@ -92,12 +92,8 @@ func (h *Handler) session(c *fiber.Ctx) (*store.Session, error) {
 func (h *Handler) principalFor(ctx context.Context, tenant, email string) (auth.Principal, error) {
 	var m *store.Member
 	err := h.st.View(ctx, tenant, func(ctx context.Context, r store.Reader) error {
-		mr, ok := r.(store.MemberReader)
-		if !ok {
-			return errors.New("the store driver does not implement tenant members")
-		}
 		var err error
-		m, err = mr.MemberGet(ctx, email)
+		m, err = r.MemberGet(ctx, email)
 		return err
 	})
 	if isNotFound(err) {
