@@ -237,3 +237,24 @@ func TestFromContext(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "acme", got)
 }
+
+func TestSSOConnectionRules(t *testing.T) {
+	t.Parallel()
+	c := &SSOConnection{AllowedDomains: []string{"acme.example"}, RoleClaim: "groups",
+		RoleMapping: map[string]string{"eng": "editor", "ops": "admin", "bogus": "owner"}}
+	for _, tc := range []struct {
+		name   string
+		claims map[string]any
+		want   string
+	}{
+		{"single value", map[string]any{"groups": "eng"}, auth.RoleEditor},
+		{"highest wins", map[string]any{"groups": []any{"eng", "ops"}}, auth.RoleAdmin},
+		{"owner is never mapped", map[string]any{"groups": "bogus"}, ""},
+		{"no claim", map[string]any{}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) { require.Equal(t, tc.want, c.MapRole(tc.claims)) })
+	}
+	require.True(t, c.DomainAllowed("a@ACME.example"))
+	require.False(t, c.DomainAllowed("a@acme.example.evil"))
+	require.True(t, (*SSOConnection)(nil).DomainAllowed("a@anything.example"))
+}

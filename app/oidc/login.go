@@ -86,8 +86,17 @@ func (h *Handler) providerFor(ctx context.Context, issuer, tenant string) (provi
 				return provider{}, err
 			}
 			if sso != nil && sso.Issuer != "" {
-				return provider{name: ssoIssuerPrefix + tenant, issuerURL: sso.Issuer, clientID: sso.ClientID,
-					scopes: []string{"openid", "email", "profile"}, tenant: tenant}, nil
+				p := provider{name: ssoIssuerPrefix + tenant, issuerURL: sso.Issuer, clientID: sso.ClientID,
+					scopes: []string{"openid", "email", "profile"}, tenant: tenant}
+				// A tenant connection to a client the deployment also
+				// configures uses its secret; otherwise it is a public
+				// client and PKCE alone protects the code.
+				for _, is := range h.cfg.Issuers {
+					if is.IssuerURL == p.issuerURL && is.ClientID == p.clientID {
+						p.clientSecret, p.scopes = is.ClientSecret, is.Scopes
+					}
+				}
+				return p, nil
 			}
 			if issuer != "" {
 				return provider{}, apierr.New(apierr.CodeNotFound, "tenant %q has no SSO connection", tenant)

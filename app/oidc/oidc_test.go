@@ -83,11 +83,13 @@ func startProvider(t *testing.T) string {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
 		opIssuer = srv.URL
 		users := testUsers{}
-		for i, email := range []string{"alice@acme.example", "bob@acme.example", "carol@acme.example", "eve@evil.example", "nobody@acme.example"} {
+		for i, email := range []string{"alice@acme.example", "bob@acme.example", "carol@acme.example", "eve@evil.example", "nobody@acme.example", "dan@globex.example"} {
 			id := "u" + string(rune('0'+i))
 			users[id] = &storage.User{ID: id, Username: email, Password: password, FirstName: "T", LastName: "U",
 				Email: email, EmailVerified: true, PreferredLanguage: language.English}
 		}
+		// dan's family_name stands in for a group claim in the SSO test.
+		users["u5"].LastName = "Admins"
 		clients := map[string]*storage.Client{"warden": storage.WebClient("warden", "secret", redirectURL)}
 		st := claimsInIDToken{storage.NewStorageWithClients(users, clients)}
 		handler = exampleop.SetupServer(opIssuer, st, nil, false)
@@ -608,4 +610,48 @@ func TestBearerIDToken(t *testing.T) {
 			b.skew.Store(0)
 		})
 	})
+}
+
+func TestTenantSSOConnection(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	svc := tenants.New(b.st, nil, slog.New(slog.DiscardHandler))
+	_, err := svc.Signup(b.ctx, tenants.SignupRequest{TenantID: "globex", OwnerEmail: "owner@globex.example"})
+	require.NoError(t, err)
+	owner := auth.Principal{Tenant: "globex", Subject: "user:owner@globex.example", Role: auth.RoleOwner, Namespace: auth.AllNamespaces}
+	_, err = svc.Invite(b.ctx, owner, "dan@globex.example", auth.RoleViewer, "")
+	require.NoError(t, err)
+	_, err = svc.CreateNamespace(b.ctx, owner, "payments", "")
+	require.NoError(t, err)
+	require.NoError(t, b.st.Update(b.ctx, "globex", func(ctx context.Context, tx store.Tx) error {
+		o, err := tx.ResourceGet(ctx, resource.Key{Kind: resource.KindTenant, Name: "globex"})
+		if err != nil {
+			return err
+		}
+		o.Spec["sso"] = map[string]any{"issuer": b.issuer, "clientId": "warden", "allowedDomains": []any{"globex.example"},
+			"roleClaim": "family_name", "roleMapping": map[string]any{"Admins": "admin"}}
+		_, err = tx.ResourceUpdate(ctx, o)
+		return err
+	}))
+
+	s := b.authorize(t, "tenant=globex", "dan@globex.example")
+	payload, _, _ := strings.Cut(s.flow.Value, ".")
+	raw, _ := base64.RawURLEncoding.DecodeString(payload)
+	require.Contains(t, string(raw), `"i":"sso:globex"`, "the tenant's own connection is used")
+	resp := b.callback(t, s)
+	require.Equal(t, http.StatusFound, resp.StatusCode)
+	session := cookieOf(resp, SessionCookie)
+	require.NotNil(t, session)
+	_, p, _ := b.whoami(t, session)
+	require.Equal(t, "globex", p.Tenant)
+
+	// The mapped role is bound in every namespace.
+	require.NoError(t, b.st.View(b.ctx, "globex", func(ctx context.Context, r store.Reader) error {
+		for _, ns := range []string{"default", "payments"} {
+			o, err := r.ResourceGet(ctx, resource.Key{Kind: resource.KindRoleBinding, Namespace: ns, Name: tenants.SSOBindingName("dan@globex.example")})
+			require.NoError(t, err, ns)
+			require.Equal(t, "admin", o.Spec["role"])
+		}
+		return nil
+	}))
 }
