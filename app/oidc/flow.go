@@ -40,13 +40,13 @@ func (h *Handler) setFlow(c *fiber.Ctx, f flow) error {
 	}
 	payload := base64.RawURLEncoding.EncodeToString(b)
 	c.Cookie(&fiber.Cookie{Name: FlowCookie, Value: payload + "." + h.sign(payload), Path: "/auth",
-		Expires: time.Unix(f.Expires, 0), HTTPOnly: true, Secure: h.cfg.CookieSecure, SameSite: fiber.CookieSameSiteLaxMode})
+		Expires: time.Unix(f.Expires, 0), HTTPOnly: true, Secure: h.secure(c), SameSite: fiber.CookieSameSiteLaxMode})
 	return nil
 }
 
 func (h *Handler) clearFlow(c *fiber.Ctx) {
 	c.Cookie(&fiber.Cookie{Name: FlowCookie, Value: "", Path: "/auth", Expires: time.Unix(0, 0), MaxAge: -1,
-		HTTPOnly: true, Secure: h.cfg.CookieSecure, SameSite: fiber.CookieSameSiteLaxMode})
+		HTTPOnly: true, Secure: h.secure(c), SameSite: fiber.CookieSameSiteLaxMode})
 }
 
 var errNoFlow = errors.New("no sign-in in progress")

@@ -54,13 +54,13 @@ func (h *Handler) startSession(c *fiber.Ctx, tenant, email string) error {
 		return fmt.Errorf("store session: %w", err)
 	}
 	c.Cookie(&fiber.Cookie{Name: SessionCookie, Value: id, Path: "/", Expires: s.ExpiresAt,
-		HTTPOnly: true, Secure: h.cfg.CookieSecure, SameSite: fiber.CookieSameSiteLaxMode})
+		HTTPOnly: true, Secure: h.secure(c), SameSite: fiber.CookieSameSiteLaxMode})
 	return nil
 }
 
 func (h *Handler) clearSessionCookie(c *fiber.Ctx) {
 	c.Cookie(&fiber.Cookie{Name: SessionCookie, Value: "", Path: "/", Expires: time.Unix(0, 0), MaxAge: -1,
-		HTTPOnly: true, Secure: h.cfg.CookieSecure, SameSite: fiber.CookieSameSiteLaxMode})
+		HTTPOnly: true, Secure: h.secure(c), SameSite: fiber.CookieSameSiteLaxMode})
 }
 
 // session resolves the request's session cookie (once per request).
@@ -198,4 +198,10 @@ func (h *Handler) Logout(c *fiber.Ctx) error {
 	}
 	h.clearSessionCookie(c)
 	return c.Redirect("/", fiber.StatusSeeOther)
+}
+
+// secure reports whether cookies get the Secure attribute: when configured,
+// or when this request arrived over TLS.
+func (h *Handler) secure(c *fiber.Ctx) bool {
+	return h.cfg.CookieSecure || c.Protocol() == "https"
 }
