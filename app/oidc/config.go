@@ -17,7 +17,8 @@ type Config struct {
 	// with every issuer, e.g. https://warden.example.com/auth/callback.
 	RedirectURL string
 	// CookieSecure sets the Secure attribute on every cookie; turn it on
-	// whenever the console is served over TLS.
+	// whenever the console is served over TLS (also behind a TLS-terminating
+	// proxy). Requests that arrive over TLS get it anyway.
 	CookieSecure bool
 	// CookieKey signs the short-lived sign-in flow cookie (HMAC-SHA256). At
 	// least 32 bytes; every replica must share it. When empty a random key

@@ -115,22 +115,37 @@ func (h *Handler) principalFor(ctx context.Context, tenant, email string) (auth.
 // (auth.PrincipalFrom) and answers 401 Unauthenticated without a valid
 // session. Mount CSRF after it.
 func (h *Handler) SessionAuth(c *fiber.Ctx) error {
-	s, err := h.session(c)
+	p, err := h.SessionPrincipal(c)
 	if err != nil {
 		return err
+	}
+	c.SetUserContext(auth.WithPrincipal(c.UserContext(), p))
+	return c.Next()
+}
+
+// SessionPrincipal resolves the request's session cookie to the person's
+// principal without continuing the chain, for an API authenticator that
+// accepts console sessions next to bearer tokens (it must then apply CSRF
+// too). Errors are *apierr.Error Unauthenticated.
+func (h *Handler) SessionPrincipal(c *fiber.Ctx) (auth.Principal, error) {
+	if p, ok := PrincipalOf(c); ok {
+		return p, nil
+	}
+	s, err := h.session(c)
+	if err != nil {
+		return auth.Principal{}, err
 	}
 	p, err := h.principalFor(c.UserContext(), s.Tenant, s.Email)
 	if errors.Is(err, auth.ErrUnauthenticated) {
 		_ = h.st.SessionDelete(c.UserContext(), s.IDHash)
 		h.clearSessionCookie(c)
-		return unauthenticated("you are no longer a member of tenant %q: sign in again", s.Tenant)
+		return auth.Principal{}, unauthenticated("you are no longer a member of tenant %q: sign in again", s.Tenant)
 	}
 	if err != nil {
-		return err
+		return auth.Principal{}, err
 	}
 	c.Locals(localPrincipal, p)
-	c.SetUserContext(auth.WithPrincipal(c.UserContext(), p))
-	return c.Next()
+	return p, nil
 }
 
 // PrincipalOf returns the principal SessionAuth resolved for this request.
