@@ -42,8 +42,22 @@ type Result struct {
 	Manifests []string `json:"manifests"`
 }
 
+// Authorizer decides whether a principal may perform a verb on a kind's
+// plural in a namespace ("" for tenant scope); app/authz implements it.
+type Authorizer interface {
+	Authorize(ctx context.Context, p auth.Principal, verb, namespace, object string) error
+}
+
+// roleRank is the fallback Authorizer: the principal's own role rank.
+type roleRank struct{}
+
+func (roleRank) Authorize(_ context.Context, p auth.Principal, verb, namespace, _ string) error {
+	return p.Authorize(verb, namespace)
+}
+
 // Pipeline runs applies. Build it with New.
 type Pipeline struct {
+	authz    Authorizer
 	store    store.Store
 	compiler *compile.Compiler
 	adapters *adapter.Registry
@@ -60,6 +74,9 @@ type Deps struct {
 	Bus      *events.Bus
 	Logger   *slog.Logger
 	Now      func() time.Time
+	// Authorizer checks the apply verb per document; nil falls back to the
+	// principal's role rank.
+	Authorizer Authorizer
 }
 
 // New returns a pipeline.
@@ -73,7 +90,10 @@ func New(d Deps) *Pipeline {
 	if d.Bus == nil {
 		d.Bus = events.NewBus()
 	}
-	return &Pipeline{store: d.Store, compiler: d.Compiler, adapters: d.Adapters, bus: d.Bus, log: d.Logger, now: d.Now}
+	if d.Authorizer == nil {
+		d.Authorizer = roleRank{}
+	}
+	return &Pipeline{authz: d.Authorizer, store: d.Store, compiler: d.Compiler, adapters: d.Adapters, bus: d.Bus, log: d.Logger, now: d.Now}
 }
 
 // Apply admits, stores, reconciles and compiles docs for principal p, all or
@@ -93,7 +113,7 @@ func (p *Pipeline) run(ctx context.Context, pr auth.Principal, docs []*resource.
 	if len(docs) == 0 {
 		return nil, apierr.New(apierr.CodeInvalidRequest, "the body holds no documents")
 	}
-	if diags := p.admit(pr, docs); len(diags) > 0 {
+	if diags := p.admit(ctx, pr, docs); len(diags) > 0 {
 		return nil, rejected(diags)
 	}
 
@@ -188,7 +208,7 @@ func (p *Pipeline) run(ctx context.Context, pr auth.Principal, docs []*resource.
 
 // admit defaults and checks every document without touching the store, and
 // refuses system-only kinds and documents outside the caller's scope.
-func (p *Pipeline) admit(pr auth.Principal, docs []*resource.Object) []compile.Diagnostic {
+func (p *Pipeline) admit(ctx context.Context, pr auth.Principal, docs []*resource.Object) []compile.Diagnostic {
 	var diags []compile.Diagnostic
 	for i, doc := range docs {
 		// status is a subresource: a body may carry it (a read-back being
@@ -209,7 +229,7 @@ func (p *Pipeline) admit(pr auth.Principal, docs []*resource.Object) []compile.D
 			add("kind", resource.ErrCodeForbidden, fmt.Sprintf("%s records are written by Warden itself and cannot be applied", doc.Kind))
 			continue
 		}
-		if err := pr.Authorize(auth.VerbApply, doc.Metadata.Namespace); err != nil {
+		if err := p.authz.Authorize(ctx, pr, auth.VerbApply, doc.Metadata.Namespace, info.Plural); err != nil {
 			add("metadata.namespace", resource.ErrCodeForbidden, err.Error())
 		}
 		if doc.Kind == resource.KindPolicy {

@@ -128,7 +128,11 @@ func (s *Server) handleDiff(c *fiber.Ctx) error {
 		for _, fe := range resource.Validate(d) {
 			diags = append(diags, compile.Diagnostic{Document: i, Kind: d.Kind, Namespace: d.Metadata.Namespace, Name: d.Metadata.Name, Path: fe.Path, Code: fe.Code, Message: fe.Message})
 		}
-		if err := p.Authorize(auth.VerbGet, d.Metadata.Namespace); err != nil {
+		plural := d.Kind
+		if info, ok := resource.LookupKind(d.Kind); ok {
+			plural = info.Plural
+		}
+		if err := s.authz.Authorize(c.UserContext(), p, auth.VerbGet, d.Metadata.Namespace, plural); err != nil {
 			diags = append(diags, compile.Diagnostic{Document: i, Kind: d.Kind, Namespace: d.Metadata.Namespace, Name: d.Metadata.Name, Path: "metadata.namespace", Code: resource.ErrCodeForbidden, Message: err.Error()})
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/warden-dev/warden/app/audit"
 	"github.com/warden-dev/warden/app/auth"
+	"github.com/warden-dev/warden/app/authz"
 	"github.com/warden-dev/warden/app/store"
 )
 
@@ -19,13 +20,10 @@ type auditHeader interface {
 }
 
 // authorizeAudit allows the audit log to tenant-wide admins and owners.
-func authorizeAudit(c *fiber.Ctx, verb string) error {
+func (s *Server) authorizeAudit(c *fiber.Ctx, verb string) error {
 	a := auditOf(c)
-	a.verb, a.resource = verb, "audit"
-	if err := principal(c).Authorize(auth.VerbList, ""); err != nil {
-		return forbidden(err)
-	}
-	return nil
+	a.verb, a.resource = verb, authz.ObjAudit
+	return s.check(c, auth.VerbList, "", authz.ObjAudit)
 }
 
 type auditListResponse struct {
@@ -40,7 +38,7 @@ type auditListResponse struct {
 // Query: after (sequence number), limit (default 100, at most 1000), actor,
 // verb, namespace, since (RFC 3339 or a duration such as 1h).
 func (s *Server) handleAuditList(c *fiber.Ctx) error {
-	if err := authorizeAudit(c, "list"); err != nil {
+	if err := s.authorizeAudit(c, "list"); err != nil {
 		return err
 	}
 	params := store.AuditListParams{Actor: c.Query("actor"), Verb: c.Query("verb"), Namespace: c.Query("namespace"), Limit: store.DefaultPageSize}
@@ -94,7 +92,7 @@ func parseSince(v string, now time.Time) (time.Time, error) {
 // handleAuditVerify walks the tenant's whole chain and reports every
 // modified, missing, reordered or truncated record.
 func (s *Server) handleAuditVerify(c *fiber.Ctx) error {
-	if err := authorizeAudit(c, "verify"); err != nil {
+	if err := s.authorizeAudit(c, "verify"); err != nil {
 		return err
 	}
 	var all []audit.Record

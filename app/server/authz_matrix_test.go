@@ -19,7 +19,7 @@ import (
 // rather than auth.Principal.Authorize (role rank). Cells whose desired
 // outcome (docs/authz.md) differs from the rank check are skipped until it
 // is true; flip it when the server switches.
-const authzWired = false
+const authzWired = true
 
 // matrixRoles are the callers of the matrix: API keys created in the store,
 // each with the role and namespace scope it carries.

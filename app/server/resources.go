@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -46,18 +48,28 @@ func resolveTarget(c *fiber.Ctx) (target, error) {
 	return target{info: info, ns: ns, name: c.Params("name")}, nil
 }
 
-// authorize checks the verb and records it for the audit middleware.
-func authorize(c *fiber.Ctx, verb string, t target) error {
+// authorize checks the verb on the target's kind through the Authorizer and
+// records the call for the audit middleware.
+func (s *Server) authorize(c *fiber.Ctx, verb string, t target) error {
 	a := auditOf(c)
 	a.verb, a.namespace = verb, t.ns
 	a.resource = t.info.Kind
 	if t.name != "" {
 		a.resource = t.String()
 	}
-	if err := principal(c).Authorize(verb, t.ns); err != nil {
+	return s.check(c, verb, t.ns, t.info.Plural)
+}
+
+// check asks the Authorizer; a refusal is 403, a failure to decide is 500.
+func (s *Server) check(c *fiber.Ctx, verb, ns, object string) error {
+	err := s.authz.Authorize(c.UserContext(), principal(c), verb, ns, object)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, auth.ErrForbidden):
 		return forbidden(err)
 	}
-	return nil
+	return fmt.Errorf("authorize %s %s: %w", verb, object, err)
 }
 
 // present prepares an object for a response: secret values never leave.
@@ -86,7 +98,7 @@ func (s *Server) handleList(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := authorize(c, auth.VerbList, t); err != nil {
+	if err := s.authorize(c, auth.VerbList, t); err != nil {
 		return err
 	}
 	params := store.ListParams{Kind: t.info.Kind, Namespace: t.ns, Continue: c.Query("continue")}
@@ -142,7 +154,7 @@ func (s *Server) handleGet(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := authorize(c, auth.VerbGet, t); err != nil {
+	if err := s.authorize(c, auth.VerbGet, t); err != nil {
 		return err
 	}
 	obj, err := s.get(c.UserContext(), principal(c).Tenant, t)
@@ -181,7 +193,7 @@ func (s *Server) handlePatch(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := authorize(c, auth.VerbPatch, t); err != nil {
+	if err := s.authorize(c, auth.VerbPatch, t); err != nil {
 		return err
 	}
 	if err := refuseSystemOnly(c, t, "PATCH"); err != nil {
@@ -317,7 +329,7 @@ func (s *Server) handleDelete(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := authorize(c, auth.VerbDelete, t); err != nil {
+	if err := s.authorize(c, auth.VerbDelete, t); err != nil {
 		return err
 	}
 	if err := refuseSystemOnly(c, t, "DELETE"); err != nil {
@@ -332,6 +344,9 @@ func (s *Server) handleDelete(c *fiber.Ctx) error {
 	if err != nil {
 		return storeErrorFor(err, t)
 	}
+	if t.info.Kind == resource.KindRoleBinding || t.info.Kind == resource.KindTenant {
+		s.authz.Invalidate(principal(c).Tenant)
+	}
 	return c.JSON(present(deleted))
 }
 
@@ -342,7 +357,7 @@ func (s *Server) handlePutStatus(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := authorize(c, auth.VerbWriteStatus, t); err != nil {
+	if err := s.authorize(c, auth.VerbWriteStatus, t); err != nil {
 		return err
 	}
 	if err := refuseSystemOnly(c, t, "writing status"); err != nil {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -17,9 +18,11 @@ import (
 	"github.com/warden-dev/warden/app/adapter"
 	"github.com/warden-dev/warden/app/apply"
 	"github.com/warden-dev/warden/app/auth"
+	"github.com/warden-dev/warden/app/authz"
 	"github.com/warden-dev/warden/app/compile"
 	"github.com/warden-dev/warden/app/events"
 	"github.com/warden-dev/warden/app/policy"
+	"github.com/warden-dev/warden/app/resource"
 	"github.com/warden-dev/warden/app/store"
 	"github.com/warden-dev/warden/app/watch"
 )
@@ -122,6 +125,7 @@ type Server struct {
 	log      *slog.Logger
 	now      func() time.Time
 	authn    *auth.Authenticator
+	authz    *authz.Authorizer
 	pipeline *apply.Pipeline
 	hub      *watch.Hub
 	bus      *events.Bus
@@ -140,22 +144,39 @@ func New(cfg Config) (*Server, error) {
 	bus := events.NewBus()
 	compiler := compile.New(cfg.Compile, policy.NewEngine())
 	base, cancel := context.WithCancel(context.Background())
+	az := authz.New(cfg.Store, cfg.Now)
 	s := &Server{
 		cfg:   cfg,
 		store: cfg.Store,
 		log:   cfg.Logger,
 		now:   cfg.Now,
 		authn: auth.NewAuthenticator(cfg.Store, cfg.Now),
+		authz: az,
 		pipeline: apply.New(apply.Deps{
 			Store: cfg.Store, Compiler: compiler, Adapters: cfg.Adapters, Bus: bus, Logger: cfg.Logger, Now: cfg.Now,
+			Authorizer: az,
 		}),
 		hub:    watch.NewHub(cfg.Store, cfg.Logger),
 		bus:    bus,
 		base:   base,
 		cancel: cancel,
 	}
+	// Grants change with RoleBindings and the Tenant record: drop the
+	// tenant's cached decisions whenever one is applied.
+	bus.Subscribe(func(ev events.Event) {
+		if ev.Type == events.ResourceApplied && grantsSubject(ev.Subject) {
+			az.Invalidate(ev.Tenant)
+		}
+	})
 	s.app = s.routes()
 	return s, nil
+}
+
+// grantsSubject reports whether an event subject ("Kind/name") is a
+// resource that grants roles.
+func grantsSubject(subject string) bool {
+	kind, _, _ := strings.Cut(subject, "/")
+	return kind == resource.KindRoleBinding || kind == resource.KindTenant
 }
 
 // App returns the Fiber application, for tests.

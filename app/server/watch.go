@@ -10,6 +10,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/warden-dev/warden/app/auth"
+	"github.com/warden-dev/warden/app/authz"
 	"github.com/warden-dev/warden/app/resource"
 	"github.com/warden-dev/warden/app/watch"
 )
@@ -27,8 +28,8 @@ func (s *Server) handleWatch(c *fiber.Ctx) error {
 	}
 	a := auditOf(c)
 	a.verb, a.namespace, a.resource = auth.VerbWatch, ns, "changes:"+c.Query("selector")
-	if err := p.Authorize(auth.VerbWatch, ns); err != nil && ns != "" {
-		return forbidden(err)
+	if err := s.check(c, auth.VerbWatch, ns, authz.ObjResources); err != nil {
+		return err
 	}
 	sel, err := parseSelector(c)
 	if err != nil {

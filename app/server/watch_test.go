@@ -71,7 +71,7 @@ func openWatch(t *testing.T, b *bundle, query string) (<-chan watchEvent, *http.
 // next returns the next event that is not a bookmark.
 func next(t *testing.T, ch <-chan watchEvent) watchEvent {
 	t.Helper()
-	timeout := time.After(10 * time.Second)
+	timeout := time.After(30 * time.Second)
 	for {
 		select {
 		case ev, ok := <-ch:
@@ -80,7 +80,7 @@ func next(t *testing.T, ch <-chan watchEvent) watchEvent {
 				return ev
 			}
 		case <-timeout:
-			t.Fatal("no watch event within 10s")
+			t.Fatal("no watch event within 30s")
 		}
 	}
 }
