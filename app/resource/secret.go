@@ -11,13 +11,21 @@ func RedactSecret(o *Object) *Object {
 	if c == nil || c.Kind != KindSecret || c.Spec == nil {
 		return c
 	}
-	data, has := c.Spec["data"]
-	if !has {
+	// Neither the plaintext (data) nor the envelope-encrypted form
+	// (sealed) ever leaves the server; readers see the key names.
+	data, hasData := c.Spec["data"]
+	sealed, hasSealed := c.Spec["sealed"]
+	delete(c.Spec, "data")
+	delete(c.Spec, "sealed")
+	if !hasData && !hasSealed {
 		return c
 	}
-	delete(c.Spec, "data")
+	source := data
+	if !hasData {
+		source = sealed
+	}
 	var keys []string
-	switch d := data.(type) {
+	switch d := source.(type) {
 	case map[string]any:
 		keys = sortedKeys(d)
 	case map[string]string:

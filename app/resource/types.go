@@ -776,6 +776,19 @@ type TenantSpec struct {
 	DisplayName string `json:"displayName,omitempty"`
 	// Owner is the owner's e-mail.
 	Owner string `json:"owner,omitempty"`
+	// SSO is the tenant's own single sign-on connection, if any.
+	SSO *TenantSSO `json:"sso,omitempty"`
+}
+
+// TenantSSO is a tenant's own OIDC connection: the issuer, Warden's client
+// id there, the e-mail domains allowed to sign in, and the mapping of a
+// claim's values to namespace roles.
+type TenantSSO struct {
+	Issuer         string            `json:"issuer,omitempty"`
+	ClientID       string            `json:"clientId"`
+	AllowedDomains []string          `json:"allowedDomains,omitempty"`
+	RoleClaim      string            `json:"roleClaim,omitempty"`
+	RoleMapping    map[string]string `json:"roleMapping,omitempty"`
 }
 
 // NamespaceSpec is the spec of a Namespace.

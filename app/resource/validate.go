@@ -277,10 +277,14 @@ func validateRules(o *Object, add addFunc) {
 			}
 		}
 	case KindSecret:
-		if d, ok := s["data"].(map[string]any); ok {
+		for _, field := range []string{"data", "sealed"} {
+			d, ok := s[field].(map[string]any)
+			if !ok {
+				continue
+			}
 			for _, k := range sortedKeys(d) {
 				if !secretKey.MatchString(k) || len(k) > 253 {
-					add(joinPath("spec.data", k), ErrCodeInvalid, "secret key %q must be alphanumerics, '-', '_' or '.'", k)
+					add(joinPath("spec."+field, k), ErrCodeInvalid, "secret key %q must be alphanumerics, '-', '_' or '.'", k)
 				}
 			}
 		}
