@@ -5,7 +5,6 @@ package apikeys
 import (
 	"context"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -55,9 +54,9 @@ func (h *Handler) Get(c *fiber.Ctx) error {
 func (h *Handler) Create(c *fiber.Ctx) error {
 	p, _ := h.Env.Principal(c)
 	req := Request{
-		Name:      strings.TrimSpace(c.FormValue("name")),
-		Namespace: strings.TrimSpace(c.FormValue("namespace")),
-		Role:      c.FormValue("role"),
+		Name:      layout.Form(c, "name"),
+		Namespace: layout.Form(c, "namespace"),
+		Role:      layout.Form(c, "role"),
 	}
 	if req.Namespace == "" {
 		req.Namespace = auth.AllNamespaces
@@ -88,7 +87,7 @@ func (h *Handler) Create(c *fiber.Ctx) error {
 // Revoke handles POST /apikeys/:id/revoke.
 func (h *Handler) Revoke(c *fiber.Ctx) error {
 	p, _ := h.Env.Principal(c)
-	id, err := url.PathUnescape(c.Params("id"))
+	id, err := layout.Param(c, "id")
 	if err != nil {
 		return fiber.ErrBadRequest
 	}

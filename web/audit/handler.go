@@ -6,7 +6,6 @@ import (
 	"context"
 	"net/url"
 	"strconv"
-	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -26,8 +25,9 @@ type Service interface {
 // PageSize is how many records one page shows.
 const PageSize = 50
 
-// Verbs offered by the verb filter.
-var Verbs = []string{"get", "list", "watch", "apply", "patch", "delete", "writestatus", "approve", "deny", "invoke"}
+// Verbs suggested by the verb filter (a free-text field: services record
+// verbs of their own, such as "invite").
+var Verbs = []string{"get", "list", "watch", "apply", "patch", "delete", "writestatus"}
 
 // Handler serves the audit screen.
 type Handler struct {
@@ -41,9 +41,9 @@ func (h *Handler) Get(c *fiber.Ctx) error {
 	p, _ := h.Env.Principal(c)
 	m := Model{
 		Page:      h.Env.Page(c, "Audit log", "audit"),
-		Actor:     strings.TrimSpace(c.Query("actor")),
-		Verb:      strings.TrimSpace(c.Query("verb")),
-		Namespace: strings.TrimSpace(c.Query("namespace")),
+		Actor:     layout.Query(c, "actor"),
+		Verb:      layout.Query(c, "verb"),
+		Namespace: layout.Query(c, "namespace"),
 		Verbs:     Verbs,
 	}
 	after, _ := strconv.ParseInt(c.Query("after"), 10, 64)

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"net/url"
+	"strings"
 
 	"github.com/a-h/templ"
 	"github.com/gofiber/fiber/v2"
@@ -101,4 +103,22 @@ func (e *Env) ErrorMessage(c *fiber.Ctx, action string, err error) string {
 	}
 	e.Log.ErrorContext(c.UserContext(), "console: "+action, "err", err, "path", c.Path())
 	return "Could not " + action + " because of an internal error. Try again; if it persists, contact your administrator."
+}
+
+// Form returns a trimmed form value as a string of its own. Fiber's values
+// point into a request buffer it reuses after the handler returns, and
+// services may keep what they are given.
+func Form(c *fiber.Ctx, name string) string {
+	return strings.Clone(strings.TrimSpace(c.FormValue(name)))
+}
+
+// Query returns a trimmed query parameter as a string of its own.
+func Query(c *fiber.Ctx, name string) string {
+	return strings.Clone(strings.TrimSpace(c.Query(name)))
+}
+
+// Param returns a path parameter, unescaped, as a string of its own.
+func Param(c *fiber.Ctx, name string) (string, error) {
+	v, err := url.PathUnescape(c.Params(name))
+	return strings.Clone(v), err
 }

@@ -1,5 +1,7 @@
 package layout
 
+import "strconv"
+
 // Page is the view model of the frame around every console screen.
 type Page struct {
 	// Title names the screen; the document title adds " · Warden".
@@ -48,4 +50,12 @@ var Nav = []NavItem{
 	{Key: "namespaces", Label: "Namespaces", Href: "/namespaces"},
 	{Key: "apikeys", Label: "API keys", Href: "/apikeys"},
 	{Key: "audit", Label: "Audit", Href: "/audit"},
+}
+
+// Count writes "1 key", "3 keys".
+func Count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
 }

@@ -60,9 +60,9 @@ func (h *Handler) Get(c *fiber.Ctx) error {
 func (h *Handler) Invite(c *fiber.Ctx) error {
 	p, _ := h.Env.Principal(c)
 	inv := Invitation{
-		Email:     strings.ToLower(strings.TrimSpace(c.FormValue("email"))),
-		Role:      c.FormValue("role"),
-		Namespace: strings.TrimSpace(c.FormValue("namespace")),
+		Email:     strings.ToLower(layout.Form(c, "email")),
+		Role:      layout.Form(c, "role"),
+		Namespace: layout.Form(c, "namespace"),
 	}
 	if inv.Namespace == "" {
 		inv.Namespace = auth.AllNamespaces
@@ -86,7 +86,7 @@ func (h *Handler) Invite(c *fiber.Ctx) error {
 // Remove handles POST /members/:email/remove.
 func (h *Handler) Remove(c *fiber.Ctx) error {
 	p, _ := h.Env.Principal(c)
-	email, err := url.PathUnescape(c.Params("email"))
+	email, err := layout.Param(c, "email")
 	if err != nil {
 		return fiber.ErrBadRequest
 	}

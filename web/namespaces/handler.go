@@ -5,7 +5,6 @@ package namespaces
 import (
 	"context"
 	"regexp"
-	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -46,7 +45,7 @@ func (h *Handler) Get(c *fiber.Ctx) error {
 // Create handles POST /namespaces.
 func (h *Handler) Create(c *fiber.Ctx) error {
 	p, _ := h.Env.Principal(c)
-	name := strings.TrimSpace(c.FormValue("name"))
+	name := layout.Form(c, "name")
 	form := Model{FormName: name}
 	if len(name) > 63 || !dns1123.MatchString(name) {
 		form.NameError = "Use 1–63 lower-case letters, digits and hyphens, starting and ending with a letter or digit."

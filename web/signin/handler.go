@@ -54,7 +54,7 @@ func (h *Handler) Get(c *fiber.Ctx) error {
 		return c.Redirect("/members", fiber.StatusSeeOther)
 	}
 	m := Model{Page: h.Env.Page(c, "Sign in", ""), Welcome: c.Query("welcome") == "1"}
-	if t := strings.ToLower(strings.TrimSpace(c.Query("tenant"))); len(t) <= 63 && tenantID.MatchString(t) {
+	if t := strings.ToLower(layout.Query(c, "tenant")); len(t) <= 63 && tenantID.MatchString(t) {
 		m.Tenant = t
 	}
 	if code := c.Query("error"); code != "" {

@@ -50,10 +50,10 @@ func (h *Handler) Get(c *fiber.Ctx) error {
 func (h *Handler) Post(c *fiber.Ctx) error {
 	m := Model{
 		Page:         h.Env.Page(c, "Sign up", ""),
-		Organization: strings.TrimSpace(c.FormValue("organization")),
-		Tenant:       strings.ToLower(strings.TrimSpace(c.FormValue("tenant"))),
-		Name:         strings.TrimSpace(c.FormValue("name")),
-		Email:        strings.ToLower(strings.TrimSpace(c.FormValue("email"))),
+		Organization: layout.Form(c, "organization"),
+		Tenant:       strings.ToLower(layout.Form(c, "tenant")),
+		Name:         layout.Form(c, "name"),
+		Email:        strings.ToLower(layout.Form(c, "email")),
 	}
 	if m.Organization == "" {
 		m.OrganizationError = "Enter your organisation’s name."

@@ -81,7 +81,7 @@ func (f *Fake) Deps() web.Deps {
 func (f *Fake) Mount(app *fiber.App) {
 	app.Use(f.CSRF)
 	app.Get("/auth/login", func(c *fiber.Ctx) error {
-		tenant := c.Query("tenant")
+		tenant := strings.Clone(c.Query("tenant")) // fiber reuses its buffers
 		f.mu.Lock()
 		ms := f.members[tenant]
 		f.mu.Unlock()
@@ -124,9 +124,14 @@ func (f *Fake) SignIn(tenant, email string) string {
 
 // Principal reads the fake session cookie.
 func (f *Fake) Principal(c *fiber.Ctx) (auth.Principal, bool) {
+	return f.Session(c.Cookies(SessionCookie))
+}
+
+// Session returns the principal of a session cookie value.
+func (f *Fake) Session(id string) (auth.Principal, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	p, ok := f.sessions[c.Cookies(SessionCookie)]
+	p, ok := f.sessions[id] // map lookup only: id may be a fiber buffer
 	return p, ok
 }
 

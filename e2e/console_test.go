@@ -1,0 +1,278 @@
+package e2e_test
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+	"github.com/gofiber/fiber/v2"
+	"github.com/stretchr/testify/require"
+
+	"github.com/warden-dev/warden/web"
+	"github.com/warden-dev/warden/web/webtest"
+)
+
+// chromiumPath is Debian's chromium, installed by `make test-deps`.
+const chromiumPath = "/usr/bin/chromium"
+
+// consoleServer serves the real console over in-memory services (webtest)
+// with a fake OIDC login, plus /v1/whoami, which authenticates a bearer API
+// key by its hash as the API does.
+func consoleServer(t *testing.T) (base string, fake *webtest.Fake) {
+	t.Helper()
+	fake = webtest.New(time.Now)
+	app := fiber.New(fiber.Config{DisableStartupMessage: true})
+	fake.Mount(app)
+	cs, err := web.New(fake.Deps())
+	require.NoError(t, err)
+	cs.Register(app)
+	app.Get("/v1/whoami", func(c *fiber.Ctx) error {
+		k, ok := fake.VerifyAPIKey(strings.TrimPrefix(c.Get(fiber.HeaderAuthorization), "Bearer "))
+		if !ok {
+			return c.SendStatus(fiber.StatusUnauthorized)
+		}
+		return c.JSON(fiber.Map{"tenant": k.Tenant, "subject": "apikey:" + k.Name, "role": k.Role})
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go func() { _ = app.Listener(ln) }()
+	t.Cleanup(func() { _ = app.Shutdown() })
+	return "http://" + ln.Addr().String(), fake
+}
+
+// browser starts headless chromium with a fresh profile and collects every
+// uncaught exception, console error and CSP violation into problems.
+func browser(t *testing.T) (ctx context.Context, problems func() []string) {
+	t.Helper()
+	if _, err := os.Stat(chromiumPath); err != nil {
+		t.Fatalf("browser tests need Debian's chromium at %s (%v): run `make test-deps` (apt-get install -y chromium)", chromiumPath, err)
+	}
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromiumPath),
+		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 900),
+	}
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	bctx, cancelB := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancelB(); cancelA() })
+
+	// The first call starts the browser; it must not carry a timeout.
+	// DevTools-injected scripts are exempt from the page's CSP, so this
+	// listener sees every violation the CSP reports.
+	require.NoError(t, chromedp.Do(bctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{
+			Source: `window.__csp = []; document.addEventListener("securitypolicyviolation", e => window.__csp.push(e.violatedDirective + " " + e.blockedURI));`,
+		})
+		return err
+	})), "start chromium")
+
+	var mu sync.Mutex
+	var seen []string
+	messages := chromedp.Console(bctx)
+	go func() {
+		for m, err := range messages {
+			if err != nil {
+				return
+			}
+			// Network entries are answers such as the 422 of a form with
+			// errors, which the page shows on purpose.
+			if m.IsException() || m.Type == chromedp.ConsoleError && m.Source != "network" {
+				mu.Lock()
+				seen = append(seen, m.String())
+				mu.Unlock()
+			}
+		}
+	}()
+	ctx, cancelC := context.WithTimeout(bctx, 3*time.Minute)
+	t.Cleanup(cancelC)
+	return ctx, func() []string { mu.Lock(); defer mu.Unlock(); return append([]string(nil), seen...) }
+}
+
+// checkCSP fails on any CSP violation seen by the current document.
+func checkCSP(t *testing.T, ctx context.Context, where string) {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`window.__csp || []`))
+	require.NoError(t, err)
+	require.Empty(t, v, "CSP violations on %s", where)
+}
+
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	require.NoError(t, err)
+	path := "/tmp/warden-console-" + name + ".png"
+	require.NoError(t, os.WriteFile(path, buf, 0o644))
+	t.Logf("screenshot: %s", path)
+}
+
+// TestConsoleInBrowser drives the console in headless chromium: sign-up,
+// sign-in, members, namespaces, an API key shown once and then used as a
+// bearer token, the audit log with an htmx filter, keyboard order and
+// sign-out, with no script errors and no CSP violations anywhere.
+func TestConsoleInBrowser(t *testing.T) {
+	t.Parallel()
+	base, _ := consoleServer(t)
+	ctx, problems := browser(t)
+	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		require.NoError(t, chromedp.Do(ctx, steps...), what)
+	}
+	text := func(sel string) string {
+		t.Helper()
+		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+		require.NoError(t, err, "text of %s", sel)
+		return s
+	}
+	eval := func(js string) string {
+		t.Helper()
+		s, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
+		require.NoError(t, err, js)
+		return s
+	}
+	css, xpath := func(s string) chromedp.CSS { return chromedp.CSS(s) }, func(s string) chromedp.Search { return chromedp.Search(s) }
+
+	// Security headers on a console page.
+	resp, err := http.Get(base + "/signin")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, web.ContentSecurityPolicy, resp.Header.Get("Content-Security-Policy"))
+	require.Equal(t, "nosniff", resp.Header.Get("X-Content-Type-Options"))
+	require.Equal(t, "DENY", resp.Header.Get("X-Frame-Options"))
+	require.Equal(t, "same-origin", resp.Header.Get("Referrer-Policy"))
+
+	// Sign-up: an empty submit shows field errors, then a real one.
+	do("sign-up errors",
+		chromedp.Navigate(base+"/signup"),
+		chromedp.WaitVisible(css(`#f-organization`)),
+		chromedp.Click(css(`form button[type=submit]`)),
+		chromedp.WaitVisible(css(`#f-email-error`)),
+	)
+	require.Equal(t, "true", eval(`document.getElementById("f-email").getAttribute("aria-invalid")`))
+	require.Contains(t, eval(`document.getElementById("f-email").getAttribute("aria-describedby")`), "f-email-error")
+	screenshot(t, ctx, "signup-errors")
+	do("sign-up",
+		chromedp.SendKeys(css(`#f-organization`), "Acme Robotics"),
+		chromedp.SendKeys(css(`#f-tenant`), "acme"),
+		chromedp.SendKeys(css(`#f-name`), "Ada Lovelace"),
+		chromedp.SendKeys(css(`#f-email`), "ada@acme.test"),
+		chromedp.Click(css(`form button[type=submit]`)),
+		chromedp.WaitVisible(xpath(`//h1[contains(., "Sign in to acme")]`)),
+	)
+	checkCSP(t, ctx, "/signin")
+	screenshot(t, ctx, "signin")
+
+	// Sign in with the tenant's SSO button (the fake code flow).
+	do("sign-in",
+		chromedp.Click(xpath(`//a[contains(., "Acme Robotics SSO")]`)),
+		chromedp.WaitVisible(css(`#members-region`)),
+	)
+	require.Contains(t, text(`#members-region`), "ada@acme.test")
+
+	// Invite through htmx: the region is replaced in place.
+	do("invite",
+		chromedp.SendKeys(css(`#invite-email`), "grace@acme.test"),
+		chromedp.SetValue(css(`#invite-role`), "editor"),
+		chromedp.Click(xpath(`//button[contains(., "Send invitation")]`)),
+		chromedp.WaitVisible(xpath(`//div[@role="status" and contains(., "Invited grace@acme.test")]`)),
+	)
+	require.Contains(t, text(`#members-region table`), "grace@acme.test")
+	checkCSP(t, ctx, "/members")
+	screenshot(t, ctx, "members")
+
+	// Namespaces.
+	do("namespaces",
+		chromedp.Navigate(base+"/namespaces"),
+		chromedp.SendKeys(css(`#namespace-name`), "payments-prod"),
+		chromedp.Click(xpath(`//button[contains(., "Create namespace")]`)),
+		chromedp.WaitVisible(xpath(`//div[@role="status" and contains(., "Created namespace payments-prod")]`)),
+	)
+	screenshot(t, ctx, "namespaces")
+
+	// API keys: the keyboard reaches the primary button from the first
+	// field, Enter on it creates the key and the secret shows once.
+	do("api keys page",
+		chromedp.Navigate(base+"/apikeys"),
+		chromedp.WaitVisible(css(`#key-name`)),
+		chromedp.SendKeys(css(`#key-name`), "ci-deploy"),
+		chromedp.Focus(css(`#key-name`)),
+	)
+	var order []string
+	for i := 0; i < 6; i++ {
+		do("tab", chromedp.KeyEvent(kb.Tab))
+		id := eval(`document.activeElement.id || document.activeElement.tagName`)
+		order = append(order, id)
+		if id == "create-key" {
+			break
+		}
+	}
+	require.Equal(t, []string{"key-namespace", "key-role", "create-key"}, order, "tab order from the name field")
+	do("create key", chromedp.KeyEvent(kb.Enter), chromedp.WaitVisible(css(`#new-secret`)))
+	secret := text(`#new-secret`)
+	require.True(t, strings.HasPrefix(secret, "wk_"), "secret %q", secret)
+	checkCSP(t, ctx, "/apikeys")
+	screenshot(t, ctx, "apikeys-secret")
+
+	// Reload: the secret is gone for good.
+	do("reload", chromedp.Navigate(base+"/apikeys"), chromedp.WaitVisible(xpath(`//th[contains(., "ci-deploy")]`)))
+	require.Equal(t, "absent", eval(`document.getElementById("new-secret") ? "present" : "absent"`))
+	require.NotContains(t, eval(`document.documentElement.outerHTML`), secret)
+	screenshot(t, ctx, "apikeys")
+
+	// The same key works as a bearer token on the API.
+	req, _ := http.NewRequest(http.MethodGet, base+"/v1/whoami", nil)
+	req.Header.Set("Authorization", "Bearer "+secret)
+	resp, err = http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	var who map[string]string
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&who))
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "acme", who["tenant"])
+
+	// Audit log, filtered through htmx (the URL follows).
+	do("audit",
+		chromedp.Navigate(base+"/audit"),
+		chromedp.WaitVisible(css(`#audit-results`)),
+	)
+	do("audit filter",
+		chromedp.SendKeys(css(`#f-verb`), "invite"),
+		chromedp.Click(xpath(`//form[@role="search"]//button`)),
+	)
+	do("filtered", chromedp.WaitVisible(xpath(`//caption[contains(., "filtered")]`)))
+	require.Contains(t, text(`#audit-results`), "members/grace@acme.test")
+	require.NotContains(t, text(`#audit-results`), "apikeys/ci-deploy")
+	loc, err := chromedp.Run(ctx, chromedp.Location())
+	require.NoError(t, err)
+	require.Contains(t, loc, "verb=invite")
+	checkCSP(t, ctx, "/audit")
+	screenshot(t, ctx, "audit")
+
+	// The skip link is the first stop of the keyboard.
+	do("skip link", chromedp.Navigate(base+"/members"), chromedp.WaitVisible(css(`#members-region`)), chromedp.KeyEvent(kb.Tab))
+	require.Equal(t, "Skip to main content", eval(`document.activeElement.textContent`))
+
+	// Sign out, and the console is closed again.
+	do("sign out",
+		chromedp.Click(xpath(`//button[contains(., "Sign out")]`)),
+		chromedp.WaitVisible(xpath(`//div[@role="status" and contains(., "You are signed out")]`)),
+		chromedp.Navigate(base+"/members"),
+		chromedp.WaitVisible(xpath(`//h1[contains(., "Sign in to Warden")]`)),
+	)
+
+	require.Empty(t, problems(), "script errors or CSP violations in the browser")
+}
