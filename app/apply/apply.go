@@ -15,6 +15,7 @@ import (
 	"github.com/warden-dev/warden/app/events"
 	"github.com/warden-dev/warden/app/policy"
 	"github.com/warden-dev/warden/app/resource"
+	"github.com/warden-dev/warden/app/secret"
 	"github.com/warden-dev/warden/app/store"
 )
 
@@ -58,6 +59,7 @@ func (roleRank) Authorize(_ context.Context, p auth.Principal, verb, namespace, 
 // Pipeline runs applies. Build it with New.
 type Pipeline struct {
 	authz    Authorizer
+	keyring  *secret.Keyring
 	store    store.Store
 	compiler *compile.Compiler
 	adapters *adapter.Registry
@@ -77,6 +79,9 @@ type Deps struct {
 	// Authorizer checks the apply verb per document; nil falls back to the
 	// principal's role rank.
 	Authorizer Authorizer
+	// Keyring seals Secret values before they are stored. Without one the
+	// pipeline refuses Secrets rather than store them in the clear.
+	Keyring *secret.Keyring
 }
 
 // New returns a pipeline.
@@ -93,7 +98,7 @@ func New(d Deps) *Pipeline {
 	if d.Authorizer == nil {
 		d.Authorizer = roleRank{}
 	}
-	return &Pipeline{authz: d.Authorizer, store: d.Store, compiler: d.Compiler, adapters: d.Adapters, bus: d.Bus, log: d.Logger, now: d.Now}
+	return &Pipeline{authz: d.Authorizer, keyring: d.Keyring, store: d.Store, compiler: d.Compiler, adapters: d.Adapters, bus: d.Bus, log: d.Logger, now: d.Now}
 }
 
 // Apply admits, stores, reconciles and compiles docs for principal p, all or
@@ -127,7 +132,7 @@ func (p *Pipeline) run(ctx context.Context, pr auth.Principal, docs []*resource.
 		handOver = handOver[:0]
 		applied := make([]*resource.Object, len(docs))
 		for i, doc := range docs {
-			stored, action, err := write(ctx, tx, doc)
+			stored, action, err := p.write(ctx, tx, pr.Tenant, doc)
 			if err != nil {
 				return fmt.Errorf("document %d (%s %s): %w", i, doc.Kind, doc.Metadata.Name, err)
 			}
@@ -159,7 +164,7 @@ func (p *Pipeline) run(ctx context.Context, pr auth.Principal, docs []*resource.
 			return rejected(diags)
 		}
 		for _, m := range manifests {
-			written, changed, err := writeManifest(ctx, tx, m)
+			written, changed, err := p.writeManifest(ctx, tx, pr.Tenant, m)
 			if err != nil {
 				return fmt.Errorf("store manifest %s: %w", m.Metadata.Name, err)
 			}
@@ -237,22 +242,36 @@ func (p *Pipeline) admit(ctx context.Context, pr auth.Principal, docs []*resourc
 				add(fe.Path, fe.Code, fe.Message)
 			}
 		}
+		if doc.Kind == resource.KindSecret {
+			if _, ok := doc.Spec[secret.FieldSealed]; ok && !pr.System {
+				add("spec.sealed", resource.ErrCodeForbidden, "spec.sealed is written by Warden: give the values in spec.data")
+			}
+			if p.keyring == nil {
+				add("kind", resource.ErrCodeForbidden, "this server has no master key, so it cannot store Secrets")
+			}
+		}
 	}
 	return diags
 }
 
-// write stores one document: create, update, or leave unchanged.
-func write(ctx context.Context, tx store.Tx, doc *resource.Object) (*resource.Object, string, error) {
+// write stores one document: create, update, or leave unchanged. Secret
+// values are sealed first, reusing stored ciphertext for unchanged values.
+func (p *Pipeline) write(ctx context.Context, tx store.Tx, tenant string, doc *resource.Object) (*resource.Object, string, error) {
 	current, err := tx.ResourceGet(ctx, doc.Key())
-	switch {
-	case errors.Is(err, store.ErrNotFound):
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return nil, "", err
+	}
+	if doc.Kind == resource.KindSecret {
+		if err := secret.SealSecretUpdate(p.keyring, tenant, doc, current); err != nil {
+			return nil, "", err
+		}
+	}
+	if current == nil {
 		if doc.Metadata.ResourceVersion != "" {
 			return nil, "", fmt.Errorf("%w: resourceVersion given for an object that does not exist", store.ErrConflict)
 		}
 		created, err := tx.ResourceCreate(ctx, doc)
 		return created, ActionCreated, err
-	case err != nil:
-		return nil, "", err
 	}
 	updated, err := tx.ResourceUpdate(ctx, doc)
 	if err != nil {
@@ -265,8 +284,8 @@ func write(ctx context.Context, tx store.Tx, doc *resource.Object) (*resource.Ob
 }
 
 // writeManifest stores a compiled manifest and reports whether it changed.
-func writeManifest(ctx context.Context, tx store.Tx, m *resource.Object) (*resource.Object, bool, error) {
-	stored, action, err := write(ctx, tx, m)
+func (p *Pipeline) writeManifest(ctx context.Context, tx store.Tx, tenant string, m *resource.Object) (*resource.Object, bool, error) {
+	stored, action, err := p.write(ctx, tx, tenant, m)
 	if err != nil {
 		return nil, false, err
 	}

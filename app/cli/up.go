@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/warden-dev/warden/app/clientconfig"
+	"github.com/warden-dev/warden/app/secret"
 	"github.com/warden-dev/warden/app/server"
 	"github.com/warden-dev/warden/app/store/backend"
 )
@@ -87,6 +88,15 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 	}
 	logger := slog.New(slog.NewTextHandler(a.env.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 
+	masterKey, err := secret.LoadMasterKey(a.env.LookupEnv, filepath.Join(dataDir, secret.MasterKeyFileName))
+	if err != nil {
+		return fmt.Errorf("master key: %w", err)
+	}
+	keyring, err := secret.NewKeyring(masterKey)
+	if err != nil {
+		return fmt.Errorf("master key: %w", err)
+	}
+
 	st, err := backend.Open(ctx, storeURL, backend.Options{Logger: logger})
 	if err != nil {
 		return fmt.Errorf("open store %s: %w", redactURL(storeURL), err)
@@ -133,6 +143,8 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		ControlAddr:    net.JoinHostPort(listenHost, controlPort),
 		TLSCertFile:    tlsOpts.cert,
 		TLSKeyFile:     tlsOpts.key,
+		Keyring:        keyring,
+		PublicURL:      controlURL,
 		AllowPlaintext: tlsOpts.allowPlaintext,
 		Now:            a.env.Now,
 	})

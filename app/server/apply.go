@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"crypto/subtle"
+	"encoding/base64"
 	"errors"
 	"sort"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/warden-dev/warden/app/auth"
 	"github.com/warden-dev/warden/app/compile"
 	"github.com/warden-dev/warden/app/resource"
+	"github.com/warden-dev/warden/app/secret"
 	"github.com/warden-dev/warden/app/store"
 )
 
@@ -148,11 +151,11 @@ func (s *Server) handleDiff(c *fiber.Ctx) error {
 			switch {
 			case errors.Is(err, store.ErrNotFound):
 				item.Action = diffCreate
-				item.Changes = resource.Diff(nil, redactForDiff(d, nil))
+				item.Changes = resource.Diff(nil, s.redactForDiff(p.Tenant, d, nil))
 			case err != nil:
 				return err
 			default:
-				item.Changes = resource.Diff(redactForDiff(current, nil), redactForDiff(d, current))
+				item.Changes = resource.Diff(s.redactForDiff(p.Tenant, current, nil), s.redactForDiff(p.Tenant, d, current))
 				item.Action = diffUnchanged
 				if len(item.Changes) > 0 {
 					item.Action = diffUpdate
@@ -168,28 +171,57 @@ func (s *Server) handleDiff(c *fiber.Ctx) error {
 	return c.JSON(diffResponse{APIVersion: resource.GroupVersion, Kind: "DiffResult", Items: items})
 }
 
-// redactForDiff hides secret values. A value equal to the stored one (other)
-// shows as unchanged; any other value shows as "(redacted)".
-func redactForDiff(o, other *resource.Object) *resource.Object {
+// redactForDiff hides Secret values on both sides of a diff. The stored
+// side is sealed; each applied value is compared with the stored one by
+// opening it here, and shows as "(redacted)" when equal and "(redacted,
+// changed)" otherwise. The sealed form and key list are left out.
+func (s *Server) redactForDiff(tenant string, o, stored *resource.Object) *resource.Object {
 	if o.Kind != resource.KindSecret {
 		return o
 	}
 	c := o.DeepCopy()
-	data, _ := c.Spec["data"].(map[string]any)
-	var stored map[string]any
-	if other != nil {
-		stored, _ = other.Spec["data"].(map[string]any)
+	if c.Spec == nil {
+		return c
 	}
-	red := make(map[string]any, len(data))
-	for k, v := range data {
-		if other != nil && stored[k] != v {
-			red[k] = "(redacted, changed)"
-			continue
-		}
+	plain, _ := c.Spec[secret.FieldData].(map[string]any)
+	sealed, _ := c.Spec[secret.FieldSealed].(map[string]any)
+	var storedSealed map[string]any
+	if stored != nil {
+		storedSealed, _ = stored.Spec[secret.FieldSealed].(map[string]any)
+	}
+	delete(c.Spec, secret.FieldSealed)
+	delete(c.Spec, secret.FieldKeys)
+	red := map[string]any{}
+	for k := range sealed {
 		red[k] = "(redacted)"
 	}
-	if c.Spec != nil && data != nil {
-		c.Spec["data"] = red
+	for k, v := range plain {
+		red[k] = "(redacted)"
+		if stored == nil {
+			continue
+		}
+		value, _ := v.(string)
+		if !s.sameSecretValue(tenant, stored, k, storedSealed[k], value) {
+			red[k] = "(redacted, changed)"
+		}
+	}
+	if len(red) > 0 || plain != nil || sealed != nil {
+		c.Spec[secret.FieldData] = red
 	}
 	return c
+}
+
+// sameSecretValue reports whether the stored sealed value of key opens to
+// value.
+func (s *Server) sameSecretValue(tenant string, stored *resource.Object, key string, sealed any, value string) bool {
+	str, ok := sealed.(string)
+	if !ok {
+		return false
+	}
+	b, err := base64.StdEncoding.DecodeString(str)
+	if err != nil {
+		return false
+	}
+	plain, err := s.cfg.Keyring.Open(b, secret.SecretContext(tenant, stored.Metadata.Namespace, stored.Metadata.Name, key))
+	return err == nil && subtle.ConstantTimeCompare(plain, []byte(value)) == 1
 }

@@ -2,6 +2,8 @@ package server
 
 import (
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/warden-dev/warden/app/workload"
 )
 
 // methodWatch is the WATCH method SPEC.md names for the change feed.
@@ -22,6 +24,10 @@ func (s *Server) routes() *fiber.App {
 	})
 	app.Use(s.requestID, limitBody)
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.SendString("ok") })
+	// Public: every service verifies workload tokens with these keys, and
+	// agents exchange their credential (in the body) for a token.
+	app.Get(workload.JWKSPath, s.issuer.JWKSHandler())
+	app.Post("/v1/auth/token", s.exchange.TokenHandler())
 
 	v1 := app.Group("/v1", s.authenticate, s.audit)
 	v1.Post("/resources/apply", s.handleApply)

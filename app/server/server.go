@@ -5,6 +5,7 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -23,8 +24,10 @@ import (
 	"github.com/warden-dev/warden/app/events"
 	"github.com/warden-dev/warden/app/policy"
 	"github.com/warden-dev/warden/app/resource"
+	"github.com/warden-dev/warden/app/secret"
 	"github.com/warden-dev/warden/app/store"
 	"github.com/warden-dev/warden/app/watch"
+	"github.com/warden-dev/warden/app/workload"
 )
 
 // MaxBodyBytes is the largest request body any endpoint accepts (10 MiB).
@@ -47,6 +50,16 @@ type Config struct {
 	// AllowPlaintext lets a listener off loopback serve without TLS. Without
 	// it the server refuses to start there.
 	AllowPlaintext bool
+	// Keyring seals Secret values and workload signing keys. nil means an
+	// ephemeral random master key (tests): secrets then do not survive a
+	// restart, and a warning is logged.
+	Keyring *secret.Keyring
+	// PublicURL is the control plane's externally visible base URL, the
+	// issuer of workload tokens; default http://<ControlAddr>.
+	PublicURL string
+	// Kubernetes lists clusters whose service-account tokens may be
+	// exchanged for workload tokens.
+	Kubernetes []workload.KubernetesIssuer
 	// BookmarkInterval is how often an idle watch stream gets a BOOKMARK
 	// (default 15s); it also detects clients that went away.
 	BookmarkInterval time.Duration
@@ -68,6 +81,13 @@ func (c Config) WithDefaults() Config {
 		c.BookmarkInterval = 15 * time.Second
 	}
 	c.Compile = c.Compile.WithDefaults()
+	if c.PublicURL == "" {
+		scheme := "http"
+		if c.TLSCertFile != "" {
+			scheme = "https"
+		}
+		c.PublicURL = scheme + "://" + c.ControlAddr
+	}
 	if c.Adapters == nil {
 		c.Adapters = adapter.NewRegistry(adapter.NewLocal(c.Logger))
 	}
@@ -126,6 +146,8 @@ type Server struct {
 	now      func() time.Time
 	authn    *auth.Authenticator
 	authz    *authz.Authorizer
+	issuer   *workload.Issuer
+	exchange *workload.TokenExchange
 	pipeline *apply.Pipeline
 	hub      *watch.Hub
 	bus      *events.Bus
@@ -141,20 +163,43 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.Keyring == nil {
+		kr, err := ephemeralKeyring()
+		if err != nil {
+			return nil, err
+		}
+		cfg.Logger.Warn("no master key configured: using an ephemeral one; Secrets and workload signing keys will not survive a restart")
+		cfg.Keyring = kr
+	}
+	initCtx, initCancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer initCancel()
+	issuer, err := workload.NewIssuer(initCtx, cfg.Store, cfg.Keyring, cfg.Now, workload.Options{Issuer: cfg.PublicURL})
+	if err != nil {
+		return nil, fmt.Errorf("workload identity issuer: %w", err)
+	}
+	authn := auth.NewAuthenticator(cfg.Store, cfg.Now, workload.NewVerifier(issuer, workload.AudienceControlPlane, cfg.Now))
+	exchange, err := workload.NewTokenExchange(workload.ExchangeDeps{
+		Issuer: issuer, APIKeys: authn, Store: cfg.Store, Kubernetes: cfg.Kubernetes, Now: cfg.Now, Logger: cfg.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("workload token exchange: %w", err)
+	}
 	bus := events.NewBus()
 	compiler := compile.New(cfg.Compile, policy.NewEngine())
 	base, cancel := context.WithCancel(context.Background())
 	az := authz.New(cfg.Store, cfg.Now)
 	s := &Server{
-		cfg:   cfg,
-		store: cfg.Store,
-		log:   cfg.Logger,
-		now:   cfg.Now,
-		authn: auth.NewAuthenticator(cfg.Store, cfg.Now),
-		authz: az,
+		cfg:      cfg,
+		store:    cfg.Store,
+		log:      cfg.Logger,
+		now:      cfg.Now,
+		authn:    authn,
+		authz:    az,
+		issuer:   issuer,
+		exchange: exchange,
 		pipeline: apply.New(apply.Deps{
 			Store: cfg.Store, Compiler: compiler, Adapters: cfg.Adapters, Bus: bus, Logger: cfg.Logger, Now: cfg.Now,
-			Authorizer: az,
+			Authorizer: az, Keyring: cfg.Keyring,
 		}),
 		hub:    watch.NewHub(cfg.Store, cfg.Logger),
 		bus:    bus,
@@ -170,6 +215,17 @@ func New(cfg Config) (*Server, error) {
 	})
 	s.app = s.routes()
 	return s, nil
+}
+
+// Issuer returns the workload identity issuer.
+func (s *Server) Issuer() *workload.Issuer { return s.issuer }
+
+func ephemeralKeyring() (*secret.Keyring, error) {
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return nil, fmt.Errorf("generate ephemeral master key: %w", err)
+	}
+	return secret.NewKeyring(key)
 }
 
 // grantsSubject reports whether an event subject ("Kind/name") is a

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/warden-dev/warden/app/resource"
 	"github.com/warden-dev/warden/app/server"
 	"github.com/warden-dev/warden/app/store"
 	"github.com/warden-dev/warden/app/store/backend"
@@ -420,7 +421,8 @@ func TestAuthenticationAndAudit(t *testing.T) {
 
 func TestSecretsAreNeverReturned(t *testing.T) {
 	t.Parallel()
-	b := setup(t, "sqlite://"+filepath.Join(t.TempDir(), "w.db"))
+	dbPath := filepath.Join(t.TempDir(), "w.db")
+	b := setup(t, "sqlite://"+dbPath)
 	const canary = "sk-canary-5f1e0c"
 	doc := "apiVersion: warden.dev/v1alpha1\nkind: Secret\nmetadata:\n  name: stripe\nspec:\n  data:\n    apiKey: " + canary + "\n"
 	r := b.apply(t, doc)
@@ -429,10 +431,39 @@ func TestSecretsAreNeverReturned(t *testing.T) {
 		r = b.do(t, http.MethodGet, path, "", nil)
 		require.Equal(t, http.StatusOK, r.status)
 		require.NotContains(t, string(r.body), canary)
+		require.NotContains(t, string(r.body), "sealed")
 		require.Contains(t, string(r.body), "apiKey")
 	}
+
+	// At rest: sealed, never the plaintext, not even in the database file.
+	require.NoError(t, b.store.View(context.Background(), server.LocalTenant, func(ctx context.Context, r store.Reader) error {
+		o, err := r.ResourceGet(ctx, resource.Key{Kind: resource.KindSecret, Namespace: "default", Name: "stripe"})
+		require.NoError(t, err)
+		require.NotContains(t, o.Spec, "data")
+		require.Contains(t, o.Spec, "sealed")
+		return nil
+	}))
+	for _, f := range []string{dbPath, dbPath + "-wal"} {
+		raw, err := os.ReadFile(f)
+		if err == nil {
+			require.NotContains(t, string(raw), canary, f)
+		}
+	}
+
+	// Re-applying the same value changes nothing; the diff shows no values.
+	r = b.apply(t, doc)
+	require.Equal(t, http.StatusOK, r.status)
+	require.Equal(t, "unchanged", r.json(t)["items"].([]any)[0].(map[string]any)["action"])
+	r = b.do(t, http.MethodPost, "/v1/resources/diff", "application/yaml", []byte(doc))
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	require.Equal(t, "unchanged", r.json(t)["items"].([]any)[0].(map[string]any)["action"], string(r.body))
 	r = b.do(t, http.MethodPost, "/v1/resources/diff", "application/yaml", []byte(strings.Replace(doc, canary, "sk-new", 1)))
 	require.Equal(t, http.StatusOK, r.status, string(r.body))
 	require.NotContains(t, string(r.body), canary)
 	require.NotContains(t, string(r.body), "sk-new")
+	require.Contains(t, string(r.body), "(redacted, changed)")
+
+	// A client cannot plant sealed values.
+	r = b.apply(t, "apiVersion: warden.dev/v1alpha1\nkind: Secret\nmetadata:\n  name: forged\nspec:\n  sealed:\n    k: AAAA\n")
+	require.Equal(t, http.StatusUnprocessableEntity, r.status, string(r.body))
 }
