@@ -15,6 +15,14 @@ STATICCHECK_VERSION ?= v0.6.1
 STATICCHECK_RELEASE ?= 2025.1.1
 STATICCHECK := $(GOBIN)/staticcheck
 
+# The templ CLI must match the github.com/a-h/templ module in go.mod, or its
+# output differs from the committed *_templ.go files.
+TEMPL_VERSION ?= v0.3.1020
+TEMPL := $(GOBIN)/templ
+
+# Browser tests (e2e/console_test.go) drive Debian's chromium.
+CHROMIUM ?= /usr/bin/chromium
+
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
 export TEST_DATABASE_URL
 
@@ -23,7 +31,7 @@ BENCHTIME ?= 1s
 IMAGE     ?= warden:dev
 RUN_ARGS  ?= up
 
-.PHONY: help build test lint bench fuzz run docker generate-free tools test-deps check-postgres
+.PHONY: help build test lint bench fuzz run docker generate-free generate-check tools test-deps check-postgres
 
 help: ## List the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-15s %s\n", $$1, $$2}'
@@ -34,7 +42,7 @@ build: ## Build the static ./warden binary.
 test: test-deps check-postgres ## Run the whole suite with the race detector (needs PostgreSQL at TEST_DATABASE_URL).
 	$(GO) test -race -count=1 ./...
 
-lint: tools ## gofmt (fails on any unformatted file), go vet and staticcheck.
+lint: tools generate-check ## gofmt (fails on any unformatted file), templ generate leaves no diff, go vet and staticcheck.
 	@unformatted="$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go'))"; \
 	if [ -n "$$unformatted" ]; then echo "gofmt: these files need formatting:" >&2; echo "$$unformatted" >&2; exit 1; fi
 	$(GO) vet ./...
@@ -83,16 +91,31 @@ generate-free: ## Fail when `go generate ./...` would change the tree (generated
 	if [ "$$before" != "$$after" ]; then echo "go generate changed the tree; commit the generated files:" >&2; git status --short >&2; exit 1; fi; \
 	echo "generated code is up to date"
 
+generate-check: tools ## Fail when `templ generate` would change the tree (the generated *_templ.go files are committed).
+	@before="$$(git status --porcelain=v1 --untracked-files=all -- web; git diff -- web)"; \
+	"$(TEMPL)" generate -log-level warn -path web; \
+	after="$$(git status --porcelain=v1 --untracked-files=all -- web; git diff -- web)"; \
+	if [ "$$before" != "$$after" ]; then echo "templ generate changed web/; run it ($(TEMPL) generate -path web) and commit the *_templ.go files:" >&2; git status --short -- web >&2; exit 1; fi; \
+	echo "templ output is up to date"
+
 tools: ## Install the pinned Go tools when missing.
 	@if ! "$(STATICCHECK)" -version 2>/dev/null | grep -q "$(STATICCHECK_RELEASE)"; then \
 		echo "installing staticcheck $(STATICCHECK_RELEASE) ($(STATICCHECK_VERSION))"; \
 		GOBIN="$(GOBIN)" $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION); \
 	fi
+	@if ! "$(TEMPL)" version 2>/dev/null | grep -q "$(TEMPL_VERSION)"; then \
+		echo "installing templ $(TEMPL_VERSION)"; \
+		GOBIN="$(GOBIN)" $(GO) install github.com/a-h/templ/cmd/templ@$(TEMPL_VERSION); \
+	fi
 
-test-deps: ## Install what the tests need when missing: a C compiler for -race. (Chromium joins when e2e has browser tests.)
+test-deps: tools ## Install what the tests need when missing: a C compiler for -race, Debian's chromium for the browser tests, the templ CLI.
 	@if ! command -v gcc >/dev/null 2>&1; then \
 		echo "installing gcc (the race detector needs cgo)"; \
-		apt-get update -qq && apt-get install -y -qq gcc; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc; \
+	fi
+	@if [ ! -x "$(CHROMIUM)" ]; then \
+		echo "installing chromium (e2e browser tests drive $(CHROMIUM))"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; \
 	fi
 
 check-postgres: ## Fail loudly unless PostgreSQL answers at TEST_DATABASE_URL.

@@ -262,6 +262,13 @@ func TestConsoleInBrowser(t *testing.T) {
 	checkCSP(t, ctx, "/audit")
 	screenshot(t, ctx, "audit")
 
+	// On a phone the page does not scroll sideways; wide tables scroll
+	// inside their own region.
+	do("phone", chromedp.EmulateViewport(390, 844), chromedp.Navigate(base+"/members"), chromedp.WaitVisible(css(`#members-region`)))
+	screenshot(t, ctx, "members-phone")
+	require.Equal(t, "fits", eval(`document.documentElement.scrollWidth <= window.innerWidth ? "fits" : "overflows by " + (document.documentElement.scrollWidth - window.innerWidth)`))
+	do("desktop", chromedp.EmulateReset())
+
 	// The skip link is the first stop of the keyboard.
 	do("skip link", chromedp.Navigate(base+"/members"), chromedp.WaitVisible(css(`#members-region`)), chromedp.KeyEvent(kb.Tab))
 	require.Equal(t, "Skip to main content", eval(`document.activeElement.textContent`))

@@ -122,6 +122,9 @@ func (h *Handler) model(c *fiber.Ctx, m Model) Model {
 	now := h.Now()
 	for _, k := range keys {
 		r := Row{ID: k.ID, Name: k.Name, Namespace: k.Namespace, Role: k.Role, Created: k.CreatedAt.UTC().Format("2006-01-02"), Status: "active", Expires: "never"}
+		if r.Namespace == auth.AllNamespaces {
+			r.Namespace = "* (all)"
+		}
 		if k.ExpiresAt != nil {
 			r.Expires = k.ExpiresAt.UTC().Format("2006-01-02")
 		}

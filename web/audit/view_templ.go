@@ -57,7 +57,7 @@ func View(m Model) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 2, "\" placeholder=\"apikey:ci or ada@example.com\" spellcheck=\"false\" autocapitalize=\"off\"></div><div class=\"field\"><label for=\"f-verb\">Verb</label> <input id=\"f-verb\" name=\"verb\" type=\"search\" list=\"verbs\" value=\"")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 2, "\" placeholder=\"e.g. apikey:ci\" spellcheck=\"false\" autocapitalize=\"off\"></div><div class=\"field\"><label for=\"f-verb\">Verb</label> <input id=\"f-verb\" name=\"verb\" type=\"search\" list=\"verbs\" value=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
