@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/warden-dev/warden/app/auth"
-	"github.com/warden-dev/warden/app/events"
 	"github.com/warden-dev/warden/app/resource"
 	"github.com/warden-dev/warden/app/store"
+	"github.com/warden-dev/warden/tenants"
 )
 
 // LocalTenant is the single tenant of local mode.
@@ -44,33 +44,16 @@ func Bootstrap(ctx context.Context, st store.Store, now func() time.Time) (admin
 		return "", false, err
 	}
 	t := now().UTC()
-	objs := []*resource.Object{
-		{APIVersion: resource.GroupVersion, Kind: resource.KindTenant, Metadata: resource.ObjectMeta{Name: LocalTenant}, Spec: map[string]any{"displayName": "Local"}},
-		{APIVersion: resource.GroupVersion, Kind: resource.KindNamespace, Metadata: resource.ObjectMeta{Name: DefaultNamespace}, Spec: map[string]any{"displayName": "Default"}},
-	}
-	for _, env := range []struct{ name, next string }{{"dev", "staging"}, {"staging", "prod"}, {"prod", ""}} {
-		spec := map[string]any{"tier": env.name}
-		if env.next != "" {
-			spec["promotesTo"] = env.next
-		}
-		objs = append(objs, &resource.Object{APIVersion: resource.GroupVersion, Kind: resource.KindEnvironment,
-			Metadata: resource.ObjectMeta{Name: env.name, Namespace: DefaultNamespace}, Spec: spec})
+	rec := store.TenantRecord{ID: LocalTenant, DisplayName: "Local", CreatedAt: t}
+	// The directory entry keeps signup from ever claiming "default". It is
+	// written first and outside the tenant transaction (SQLite has one
+	// writer); a rerun after a failure finds it and carries on.
+	if err := st.TenantCreate(ctx, rec); err != nil && !errors.Is(err, store.ErrAlreadyExists) {
+		return "", false, fmt.Errorf("register tenant %q: %w", LocalTenant, err)
 	}
 	err = st.Update(ctx, LocalTenant, func(ctx context.Context, tx store.Tx) error {
-		for _, o := range objs {
-			resource.Default(o)
-			if errs := resource.Validate(o); len(errs) > 0 {
-				return fmt.Errorf("bootstrap %s: %w", o.Key(), errs)
-			}
-			stored, err := tx.ResourceCreate(ctx, o)
-			if err != nil {
-				return fmt.Errorf("bootstrap %s: %w", o.Key(), err)
-			}
-			if _, err := tx.EventInsert(ctx, events.Event{Type: events.ResourceApplied, Time: t, Tenant: LocalTenant,
-				Namespace: stored.Metadata.Namespace, Subject: stored.Kind + "/" + stored.Metadata.Name,
-				Data: map[string]any{"action": "created", "actor": "system:bootstrap"}}); err != nil {
-				return fmt.Errorf("record bootstrap event: %w", err)
-			}
+		if err := tenants.Seed(ctx, tx, rec, ""); err != nil {
+			return err
 		}
 		return tx.APIKeyInsert(ctx, store.APIKey{
 			ID: "admin", Tenant: LocalTenant, Name: "admin", SecretHash: hash,
