@@ -27,7 +27,8 @@ type Deps struct {
 	// CSRFToken returns the token the CSRF middleware expects for this
 	// request (app/oidc's CSRFToken).
 	CSRFToken func(c *fiber.Ctx) string
-	// CSRFField is the form field carrying the token (default "_csrf");
+	// CSRFField is the form field carrying the token (default "csrf_token",
+	// as app/oidc reads it);
 	// CSRFHeader the header htmx sends it in (default "X-CSRF-Token").
 	CSRFField  string
 	CSRFHeader string
@@ -59,7 +60,7 @@ type Deps struct {
 // WithDefaults fills the optional fields.
 func (d Deps) WithDefaults() Deps {
 	if d.CSRFField == "" {
-		d.CSRFField = "_csrf"
+		d.CSRFField = "csrf_token"
 	}
 	if d.CSRFHeader == "" {
 		d.CSRFHeader = "X-CSRF-Token"

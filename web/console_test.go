@@ -91,7 +91,7 @@ func (b bundle) do(t *testing.T, s scenario) (*http.Response, string) {
 	var body io.Reader
 	if s.form != nil {
 		if !s.noCSRF {
-			s.form.Set("_csrf", csrf)
+			s.form.Set("csrf_token", csrf)
 		}
 		body = strings.NewReader(s.form.Encode())
 	}
@@ -129,7 +129,7 @@ func TestConsoleHandlers(t *testing.T) {
 		{name: "signin never echoes an unknown error", method: "GET", path: "/signin?error=%3Cscript%3E", status: 200,
 			contains: []string{"Sign-in failed. Try again."}, notContain: []string{"<script>"}},
 		{name: "signup page", method: "GET", path: "/signup", status: 200, golden: "signup",
-			contains: []string{`name="_csrf" value="csrf-test-token"`, `aria-describedby="f-tenant-hint f-tenant-error"`}},
+			contains: []string{`name="csrf_token" value="csrf-test-token"`, `aria-describedby="f-tenant-hint f-tenant-error"`}},
 		{name: "signup with errors", method: "POST", path: "/signup", form: url.Values{"tenant": {"A!"}, "email": {"nope"}}, status: 422, golden: "signup-errors",
 			contains: []string{`aria-invalid="true"`, "Enter your organisation’s name.", "Enter an e-mail address"}},
 		{name: "signup taken tenant", method: "POST", path: "/signup", status: 422,

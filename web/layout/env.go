@@ -38,13 +38,15 @@ type Env struct {
 
 // Page returns the frame of a screen for this request.
 func (e *Env) Page(c *fiber.Ctx, title, active string) Page {
+	// Principal first: resolving the session is what makes its CSRF token
+	// available (app/oidc keeps both in the request's locals).
+	p, ok := e.Principal(c)
 	token := e.CSRFToken(c)
 	hx, _ := json.Marshal(map[string]string{e.CSRFHeader: token}) // strings only: cannot fail
 	pg := Page{
 		Title: title, Active: active, CSRFField: e.CSRFField, CSRFToken: token, HXHeaders: string(hx),
 		StyleURL: e.StyleURL, ScriptURL: e.ScriptURL, SwitchTenantPath: e.SwitchTenantPath,
 	}
-	p, ok := e.Principal(c)
 	if !ok {
 		return pg
 	}

@@ -161,7 +161,7 @@ func (f *Fake) CSRF(c *fiber.Ctx) error {
 	}
 	got := c.Get("X-CSRF-Token")
 	if got == "" {
-		got = c.FormValue("_csrf")
+		got = c.FormValue("csrf_token")
 	}
 	if want == "" || subtle.ConstantTimeCompare([]byte(want), []byte(got)) != 1 {
 		return c.Status(fiber.StatusForbidden).SendString("CSRF token missing or wrong")
