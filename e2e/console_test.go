@@ -3,9 +3,12 @@ package e2e_test
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -17,8 +20,21 @@ import (
 	"github.com/chromedp/chromedp/kb"
 	"github.com/gofiber/fiber/v2"
 	"github.com/stretchr/testify/require"
+	"github.com/zitadel/oidc/v3/example/server/exampleop"
+	opstorage "github.com/zitadel/oidc/v3/example/server/storage"
+	"github.com/zitadel/oidc/v3/pkg/op"
+	"golang.org/x/text/language"
 
+	"github.com/warden-dev/warden/app/apierr"
+	"github.com/warden-dev/warden/app/auth"
+	"github.com/warden-dev/warden/app/oidc"
+	"github.com/warden-dev/warden/app/store"
+	"github.com/warden-dev/warden/app/store/backend"
+	"github.com/warden-dev/warden/tenants"
 	"github.com/warden-dev/warden/web"
+	"github.com/warden-dev/warden/web/apikeys"
+	"github.com/warden-dev/warden/web/members"
+	"github.com/warden-dev/warden/web/signin"
 	"github.com/warden-dev/warden/web/webtest"
 )
 
@@ -282,4 +298,230 @@ func TestConsoleInBrowser(t *testing.T) {
 	)
 
 	require.Empty(t, problems(), "script errors or CSP violations in the browser")
+}
+
+// realMembers adapts tenants.Service to the members screen.
+type realMembers struct{ svc *tenants.Service }
+
+func (a realMembers) Members(ctx context.Context, p auth.Principal) ([]members.Member, error) {
+	ms, err := a.svc.Members(ctx, p)
+	out := make([]members.Member, 0, len(ms))
+	for _, m := range ms {
+		role := "member"
+		if m.Owner {
+			role = auth.RoleOwner
+		}
+		out = append(out, members.Member{Member: m, Role: role})
+	}
+	return out, err
+}
+
+func (a realMembers) Invite(ctx context.Context, p auth.Principal, inv members.Invitation) error {
+	ns := inv.Namespace
+	if ns == auth.AllNamespaces {
+		ns = ""
+	}
+	_, err := a.svc.Invite(ctx, p, inv.Email, inv.Role, ns)
+	return err
+}
+
+func (a realMembers) Remove(ctx context.Context, p auth.Principal, email string) error {
+	return a.svc.RemoveMember(ctx, p, email)
+}
+
+// realAPIKeys keeps API keys in the real store, hashed, as the API reads them.
+type realAPIKeys struct {
+	st  store.Store
+	now func() time.Time
+}
+
+func (a realAPIKeys) APIKeys(ctx context.Context, p auth.Principal) ([]store.APIKey, error) {
+	var keys []store.APIKey
+	err := a.st.View(ctx, p.Tenant, func(ctx context.Context, r store.Reader) error {
+		var err error
+		keys, err = r.APIKeyList(ctx)
+		return err
+	})
+	return keys, err
+}
+
+func (a realAPIKeys) CreateAPIKey(ctx context.Context, p auth.Principal, req apikeys.Request) (string, store.APIKey, error) {
+	if err := p.Authorize(auth.VerbApply, ""); err != nil {
+		return "", store.APIKey{}, err
+	}
+	secret, hash, err := auth.NewAPIKeySecret()
+	if err != nil {
+		return "", store.APIKey{}, err
+	}
+	k := store.APIKey{ID: "k" + strconv.FormatInt(a.now().UnixNano(), 36), Tenant: p.Tenant, Name: req.Name, SecretHash: hash,
+		Namespace: req.Namespace, Role: req.Role, CreatedAt: a.now()}
+	err = a.st.Update(ctx, p.Tenant, func(ctx context.Context, tx store.Tx) error { return tx.APIKeyInsert(ctx, k) })
+	return secret, k, err
+}
+
+func (a realAPIKeys) RevokeAPIKey(ctx context.Context, p auth.Principal, id string) error {
+	if err := p.Authorize(auth.VerbDelete, ""); err != nil {
+		return err
+	}
+	return a.st.Update(ctx, p.Tenant, func(ctx context.Context, tx store.Tx) error { return tx.APIKeyRevoke(ctx, id, a.now()) })
+}
+
+// TestConsoleOIDCCodeFlowInBrowser signs in through the real code flow:
+// the console's button, app/oidc's /auth/login, a real OpenID Provider's
+// login form (zitadel/oidc example OP) filled in by chromium, the callback
+// and the session; then the signed-in person creates an API key in the
+// console and that key is accepted as a bearer token by the real
+// authenticator over the real store; sign-out ends the session.
+func TestConsoleOIDCCodeFlowInBrowser(t *testing.T) {
+	t.Parallel()
+	bg := context.Background()
+	log := slog.New(slog.DiscardHandler)
+	now := time.Now
+
+	// Warden's listener first: the provider must know the redirect URL.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	base := "http://" + ln.Addr().String()
+
+	// A real OpenID Provider with one user.
+	users := opUsers{"u1": {ID: "u1", Username: "alice@acme.example", Password: "verysecure", FirstName: "Alice", LastName: "Owner",
+		Email: "alice@acme.example", EmailVerified: true, PreferredLanguage: language.English}}
+	clients := map[string]*opstorage.Client{"warden": opstorage.WebClient("warden", "secret", base+"/auth/callback")}
+	var opHandler http.Handler
+	opSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { opHandler.ServeHTTP(w, r) }))
+	t.Cleanup(opSrv.Close)
+	opHandler = exampleop.SetupServer(opSrv.URL, opClaims{opstorage.NewStorageWithClients(users, clients)}, nil, false)
+
+	st, err := backend.Open(bg, "sqlite://"+t.TempDir()+"/w.db", backend.Options{Logger: log})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	svc := tenants.New(st, now, log)
+	_, err = svc.Signup(bg, tenants.SignupRequest{TenantID: "acme", DisplayName: "Acme", OwnerEmail: "alice@acme.example"})
+	require.NoError(t, err)
+
+	h, err := oidc.New(oidc.Config{Issuers: []oidc.IssuerConfig{{Name: "test", IssuerURL: opSrv.URL, ClientID: "warden", ClientSecret: "secret"}},
+		RedirectURL: base + "/auth/callback"}, st, now, log)
+	require.NoError(t, err)
+
+	fake := webtest.New(now) // namespaces, audit and sign-up are not what this test is about
+	deps := fake.Deps()
+	deps.Principal = func(c *fiber.Ctx) (auth.Principal, bool) {
+		p, err := h.SessionPrincipal(c)
+		return p, err == nil
+	}
+	deps.CSRFToken = oidc.CSRFToken
+	deps.CSRFField, deps.CSRFHeader = oidc.CSRFField, oidc.CSRFHeader
+	deps.Issuers = []signin.Issuer{{ID: "test", Name: "Test IdP"}}
+	deps.TenantSSO, deps.Tenants = nil, nil
+	deps.Members = realMembers{svc}
+	deps.APIKeys = realAPIKeys{st: st, now: now}
+	cs, err := web.New(deps)
+	require.NoError(t, err)
+
+	app := fiber.New(fiber.Config{DisableStartupMessage: true, ErrorHandler: func(c *fiber.Ctx, err error) error {
+		e, ok := apierr.As(err)
+		if !ok {
+			e = apierr.New(apierr.CodeInternal, "%v", err)
+		}
+		return c.Status(e.Status()).JSON(apierr.Body{Error: e})
+	}})
+	app.Get("/auth/login", h.Login)
+	app.Get("/auth/callback", h.Callback)
+	app.Post("/auth/logout", h.Logout)
+	app.Use(h.CSRF)
+	cs.Register(app)
+	authn := auth.NewAuthenticator(st, now, h.Verifier())
+	app.Get("/v1/whoami", func(c *fiber.Ctx) error {
+		p, err := authn.Authenticate(c.UserContext(), c.Get(fiber.HeaderAuthorization))
+		if err != nil {
+			return apierr.New(apierr.CodeUnauthenticated, "%v", err)
+		}
+		return c.JSON(p)
+	})
+	go func() { _ = app.Listener(ln) }()
+	t.Cleanup(func() { _ = app.Shutdown() })
+
+	ctx, problems := browser(t)
+	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		require.NoError(t, chromedp.Do(ctx, steps...), what)
+	}
+	css, xpath := func(s string) chromedp.CSS { return chromedp.CSS(s) }, func(s string) chromedp.Search { return chromedp.Search(s) }
+
+	do("sign in at the provider",
+		chromedp.Navigate(base+"/signin?tenant=acme"),
+		chromedp.Click(xpath(`//a[contains(., "Continue with Test IdP")]`)),
+		chromedp.WaitVisible(css(`#username`)),
+		chromedp.SendKeys(css(`#username`), "alice@acme.example"),
+		chromedp.SendKeys(css(`#password`), "verysecure"),
+		chromedp.Click(css(`button[type=submit]`)),
+		chromedp.WaitVisible(css(`#members-region`)),
+	)
+	members, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`#members-region`)))
+	require.NoError(t, err)
+	require.Contains(t, members, "alice@acme.example")
+	require.Contains(t, members, "active", "the first sign-in activates the member")
+	checkCSP(t, ctx, "/members after the code flow")
+	screenshot(t, ctx, "oidc-members")
+
+	do("create a key",
+		chromedp.Navigate(base+"/apikeys"),
+		chromedp.SendKeys(css(`#key-name`), "sdk"),
+		chromedp.SetValue(css(`#key-role`), "editor"),
+		chromedp.Click(css(`#create-key`)),
+		chromedp.WaitVisible(css(`#new-secret`)),
+	)
+	secret, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`#new-secret`)))
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(secret, "wk_"))
+
+	req, _ := http.NewRequest(http.MethodGet, base+"/v1/whoami", nil)
+	req.Header.Set("Authorization", "Bearer "+secret)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	var p auth.Principal
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&p))
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "acme", p.Tenant)
+	require.Equal(t, "apikey:sdk", p.Subject)
+	require.Equal(t, auth.RoleEditor, p.Role)
+
+	do("sign out",
+		chromedp.Click(xpath(`//button[contains(., "Sign out")]`)),
+		chromedp.WaitVisible(xpath(`//h1[contains(., "Sign in to Warden")]`)),
+		chromedp.Navigate(base+"/members"),
+		chromedp.WaitVisible(xpath(`//h1[contains(., "Sign in to Warden")]`)),
+	)
+	require.Empty(t, problems(), "script errors or CSP violations in the browser")
+}
+
+// opUsers is the provider's user directory.
+type opUsers map[string]*opstorage.User
+
+func (u opUsers) GetUserByID(id string) *opstorage.User { return u[id] }
+func (u opUsers) GetUserByUsername(name string) *opstorage.User {
+	for _, x := range u {
+		if x.Username == name {
+			return x
+		}
+	}
+	return nil
+}
+func (u opUsers) ExampleClientID() string { return opstorage.ServiceUserID }
+
+// opClaims makes the example provider put e-mail into ID tokens, as real
+// providers do.
+type opClaims struct{ *opstorage.Storage }
+
+type opAssertingClient struct{ op.Client }
+
+func (opAssertingClient) IDTokenUserinfoClaimsAssertion() bool { return true }
+
+func (s opClaims) GetClientByClientID(ctx context.Context, id string) (op.Client, error) {
+	c, err := s.Storage.GetClientByClientID(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return opAssertingClient{c}, nil
 }
