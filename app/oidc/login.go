@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/zitadel/oidc/v3/pkg/client/rp"
@@ -298,6 +297,3 @@ func (h *Handler) admit(ctx context.Context, p provider, tenant, email string, c
 	})
 	return err
 }
-
-// sessionExpiry is when a session created now ends.
-func (h *Handler) sessionExpiry() time.Time { return h.now().Add(h.cfg.SessionTTL) }

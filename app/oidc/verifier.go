@@ -99,7 +99,7 @@ func (v *Verifier) Verify(ctx context.Context, token string) (auth.Principal, er
 	}
 	for _, check := range []func() error{
 		func() error { return zoidc.CheckSubject(&claims) },
-		func() error { return zoidc.CheckIssuer(&claims, p.issuerURL) },
+		func() error { return zoidc.CheckIssuerWithISSVerifier(&claims, p.issuerURL, nil) },
 		func() error { return zoidc.CheckAudience(&claims, p.clientID) },
 		func() error { return zoidc.CheckAuthorizedParty(&claims, p.clientID) },
 		func() error {
