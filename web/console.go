@@ -45,7 +45,12 @@ type Deps struct {
 	LogoutPath       string
 	SwitchTenantPath string
 
-	Signup     signup.Service
+	// Signup (optional) is self-service sign-up; nil disables it: /signup
+	// answers 404 and sign-in offers no link to it.
+	Signup signup.Service
+	// LocalMode means no identity provider is configured: sign-in explains
+	// API keys and the CLI instead of offering buttons.
+	LocalMode  bool
 	Members    members.Service
 	Namespaces namespaces.Service
 	APIKeys    apikeys.Service
@@ -87,7 +92,7 @@ func (d Deps) WithDefaults() Deps {
 func (d Deps) Validate() error {
 	var errs []error
 	for name, missing := range map[string]bool{
-		"Principal": d.Principal == nil, "CSRFToken": d.CSRFToken == nil, "Signup": d.Signup == nil,
+		"Principal": d.Principal == nil, "CSRFToken": d.CSRFToken == nil,
 		"Members": d.Members == nil, "Namespaces": d.Namespaces == nil, "APIKeys": d.APIKeys == nil, "Audit": d.Audit == nil,
 	} {
 		if missing {
@@ -122,10 +127,11 @@ func New(deps Deps) (*Console, error) {
 		StyleURL: assets.URL("style.css"), ScriptURL: assets.URL("htmx.min.js"), Log: deps.Log,
 	}
 	return &Console{
-		deps:       deps,
-		assets:     assets,
-		signup:     &signup.Handler{Env: env, Service: deps.Signup},
-		signin:     &signin.Handler{Env: env, Issuers: deps.Issuers, TenantSSO: deps.TenantSSO, LoginPath: deps.LoginPath},
+		deps:   deps,
+		assets: assets,
+		signup: &signup.Handler{Env: env, Service: deps.Signup},
+		signin: &signin.Handler{Env: env, Issuers: deps.Issuers, TenantSSO: deps.TenantSSO, LoginPath: deps.LoginPath,
+			LocalMode: deps.LocalMode, SignupEnabled: deps.Signup != nil},
 		members:    &members.Handler{Env: env, Service: deps.Members},
 		namespaces: &namespaces.Handler{Env: env, Service: deps.Namespaces},
 		apikeys:    &apikeys.Handler{Env: env, Service: deps.APIKeys, Now: deps.Now},
@@ -142,8 +148,12 @@ func (cs *Console) Register(r fiber.Router) {
 	r.Get(static.Prefix+"*", sh, cs.assets.Handler)
 
 	r.Get("/", sh, cs.root)
-	r.Get("/signup", sh, cs.signup.Get)
-	r.Post("/signup", sh, cs.signup.Post)
+	if cs.deps.Signup != nil {
+		r.Get("/signup", sh, cs.signup.Get)
+		r.Post("/signup", sh, cs.signup.Post)
+	} else {
+		r.All("/signup", sh, signupDisabled)
+	}
 	r.Get("/signin", sh, cs.signin.Get)
 	r.Post("/signout", sh, cs.signout)
 
@@ -157,6 +167,13 @@ func (cs *Console) Register(r fiber.Router) {
 	r.Post("/apikeys", sh, in, cs.apikeys.Create)
 	r.Post("/apikeys/:id/revoke", sh, in, cs.apikeys.Revoke)
 	r.Get("/audit", sh, in, cs.audit.Get)
+}
+
+// signupDisabled answers 404 where self-service sign-up is off (local mode,
+// or a deployment whose operator creates tenants).
+func signupDisabled(c *fiber.Ctx) error {
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.Status(fiber.StatusNotFound).SendString("Sign-up is disabled on this Warden: ask its operator for an invitation.\n")
 }
 
 func (cs *Console) root(c *fiber.Ctx) error {

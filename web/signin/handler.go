@@ -46,6 +46,11 @@ type Handler struct {
 	TenantSSO TenantSSO
 	// LoginPath starts the code flow (default "/auth/login").
 	LoginPath string
+	// LocalMode: no identity provider is configured, so nobody signs in
+	// here; the page explains API keys and the CLI.
+	LocalMode bool
+	// SignupEnabled links to self-service sign-up.
+	SignupEnabled bool
 }
 
 // Get renders the sign-in page, or sends a signed-in person to the console.
@@ -53,7 +58,10 @@ func (h *Handler) Get(c *fiber.Ctx) error {
 	if _, ok := h.Env.Principal(c); ok && c.Query("error") == "" {
 		return c.Redirect("/members", fiber.StatusSeeOther)
 	}
-	m := Model{Page: h.Env.Page(c, "Sign in", ""), Welcome: c.Query("welcome") == "1"}
+	m := Model{Page: h.Env.Page(c, "Sign in", ""), Welcome: c.Query("welcome") == "1", LocalMode: h.LocalMode, SignupEnabled: h.SignupEnabled}
+	if h.LocalMode {
+		return layout.Render(c, fiber.StatusOK, View(m))
+	}
 	if t := strings.ToLower(layout.Query(c, "tenant")); len(t) <= 63 && tenantID.MatchString(t) {
 		m.Tenant = t
 	}

@@ -15,6 +15,11 @@ type Model struct {
 	Providers []Button
 	// Error explains a failed sign-in (from ?error=).
 	Error string
+	// LocalMode says no people sign-in is configured: the page explains
+	// API keys and the CLI instead of offering buttons.
+	LocalMode bool
+	// SignupEnabled shows the link to create a tenant.
+	SignupEnabled bool
 }
 
 // Button is one sign-in link.
