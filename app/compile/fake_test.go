@@ -69,3 +69,4 @@ func (f *fakeReader) AuditList(context.Context, store.AuditListParams) ([]audit.
 }
 
 func (f *fakeReader) CurrentVersion(context.Context) (int64, error) { return 0, nil }
+func (f *fakeReader) AuditHead(context.Context) (int64, error)      { return 0, nil }

@@ -58,6 +58,9 @@ func TestAuditVerifyFindsTampering(t *testing.T) {
 			"UPDATE audit_log SET seq = 2 WHERE seq = 5",
 			"UPDATE audit_log SET seq = 5 WHERE seq = -2",
 		}, "modified"},
+		// Removing the newest records leaves an intact chain; only the head
+		// kept in the tenant's counter row shows the cut.
+		{"newest removed", []string{"DELETE FROM audit_log WHERE seq > (SELECT max(seq) - 2 FROM audit_log)"}, "truncated"},
 	}
 	for _, backend := range []string{"sqlite", "postgres"} {
 		for _, tc := range cases {

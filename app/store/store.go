@@ -58,6 +58,11 @@ type Reader interface {
 	AuditList(ctx context.Context, params AuditListParams) ([]audit.Record, error)
 	// CurrentVersion returns the tenant's newest resource version.
 	CurrentVersion(ctx context.Context) (int64, error)
+	// AuditHead returns the sequence number of the newest audit record the
+	// tenant ever appended, read from the tenant's counter row rather than
+	// from the log, so that removing the newest records can be detected; 0
+	// when the tenant has none.
+	AuditHead(ctx context.Context) (int64, error)
 	// MemberReader reads the tenant's members and API keys.
 	MemberReader
 }
@@ -86,7 +91,9 @@ type Tx interface {
 	// AuditInsert appends a record to the tenant's hash-chained audit log,
 	// filling Seq, PrevHash and Hash.
 	AuditInsert(ctx context.Context, rec audit.Record) (audit.Record, error)
-	// APIKeyInsert stores an API key (only its hash).
+	// APIKeyInsert stores an API key (only its hash). Names are unique
+	// within a tenant, revoked keys included (audit records and RoleBindings
+	// name keys by name): ErrAlreadyExists when the name or id is taken.
 	APIKeyInsert(ctx context.Context, key APIKey) error
 	// MemberTx manages the tenant's members and revokes its API keys.
 	MemberTx

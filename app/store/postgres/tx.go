@@ -258,6 +258,28 @@ func (t *writeTx) flush(ctx context.Context) error {
 	return nil
 }
 
+// AuditHead returns the tenant's newest audit sequence number from its
+// counter row (0 when none).
+func (t *readTx) AuditHead(ctx context.Context) (int64, error) {
+	var seq int64
+	err := t.q.QueryRow(ctx, `SELECT audit_seq FROM tenant_state WHERE tenant_id = $1`, t.tenant).Scan(&seq)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("audit head: %w", err)
+	}
+	return seq, nil
+}
+
+// AuditHead includes the records this transaction appended.
+func (t *writeTx) AuditHead(ctx context.Context) (int64, error) {
+	if t.state != nil {
+		return t.state.auditSeq, nil
+	}
+	return t.readTx.AuditHead(ctx)
+}
+
 // CurrentVersion includes the versions this transaction allocated.
 func (t *writeTx) CurrentVersion(ctx context.Context) (int64, error) {
 	if t.state != nil {
@@ -472,6 +494,20 @@ func (t *writeTx) APIKeyInsert(ctx context.Context, key store.APIKey) error {
 	}
 	if key.CreatedAt.IsZero() {
 		key.CreatedAt = t.s.now()
+	}
+	// The tenant's counter-row lock serializes key inserts, so two
+	// concurrent inserts of one name cannot both pass the check below.
+	if _, err := t.lockState(ctx); err != nil {
+		return err
+	}
+	if key.Name != "" {
+		var n int
+		if err := t.q.QueryRow(ctx, `SELECT count(*) FROM api_keys WHERE tenant_id = $1 AND name = $2`, t.tenant, key.Name).Scan(&n); err != nil {
+			return fmt.Errorf("insert api key %s: check name: %w", key.ID, err)
+		}
+		if n > 0 {
+			return fmt.Errorf("insert api key: name %q is taken: %w", key.Name, store.ErrAlreadyExists)
+		}
 	}
 	tag, err := t.q.Exec(ctx, `INSERT INTO api_keys (id, tenant_id, name, secret_hash, namespace, role, agent,
 		created_at, expires_at, revoked_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING`,

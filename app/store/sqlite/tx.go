@@ -319,6 +319,28 @@ func (t *writeTx) flush(ctx context.Context) error {
 	return nil
 }
 
+// AuditHead returns the tenant's newest audit sequence number from its
+// counter row (0 when none).
+func (t *readTx) AuditHead(ctx context.Context) (int64, error) {
+	var seq int64
+	err := t.q.QueryRowContext(ctx, `SELECT audit_seq FROM tenant_state WHERE tenant_id = ?`, t.tenant).Scan(&seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("audit head: %w", err)
+	}
+	return seq, nil
+}
+
+// AuditHead includes the records this transaction appended.
+func (t *writeTx) AuditHead(ctx context.Context) (int64, error) {
+	if t.state != nil {
+		return t.state.auditSeq, nil
+	}
+	return t.readTx.AuditHead(ctx)
+}
+
 // CurrentVersion includes the versions this transaction allocated.
 func (t *writeTx) CurrentVersion(ctx context.Context) (int64, error) {
 	if t.state != nil {
@@ -524,6 +546,15 @@ func (t *writeTx) APIKeyInsert(ctx context.Context, key store.APIKey) error {
 	}
 	if key.CreatedAt.IsZero() {
 		key.CreatedAt = t.s.now()
+	}
+	if key.Name != "" {
+		var n int
+		if err := t.q.QueryRowContext(ctx, `SELECT count(*) FROM api_keys WHERE tenant_id = ? AND name = ?`, t.tenant, key.Name).Scan(&n); err != nil {
+			return fmt.Errorf("insert api key %s: check name: %w", key.ID, err)
+		}
+		if n > 0 {
+			return fmt.Errorf("insert api key: name %q is taken: %w", key.Name, store.ErrAlreadyExists)
+		}
 	}
 	if _, err := t.q.ExecContext(ctx, `INSERT INTO api_keys (id, tenant_id, name, secret_hash, namespace, role, agent,
 		created_at, expires_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,

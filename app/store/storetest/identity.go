@@ -317,12 +317,20 @@ func testAPIKeyManagement(t *testing.T, s store.Store) {
 	}
 	older.Tenant, newer.Tenant, other.Tenant = a, a, b
 
+	// Names are unique per tenant; another tenant may reuse one.
+	dup := store.APIKey{ID: "k4-" + a, Name: "ci", SecretHash: hashSecret("wk_4_" + a), Namespace: "*", Role: "viewer", CreatedAt: base}
+	err := s.Update(ctx, a, func(ctx context.Context, tx store.Tx) error { return tx.APIKeyInsert(ctx, dup) })
+	require.ErrorIs(t, err, store.ErrAlreadyExists)
+	dup.ID, dup.SecretHash = "k5-"+b, hashSecret("wk_5_"+b)
+	require.NoError(t, s.Update(ctx, b, func(ctx context.Context, tx store.Tx) error { return tx.APIKeyInsert(ctx, dup) }))
+	dup.Tenant = b
+
 	// Lists are per tenant, ordered by creation time, with hashes.
 	require.Equal(t, []store.APIKey{older, newer}, apiKeys(t, s, a))
-	require.Equal(t, []store.APIKey{other}, apiKeys(t, s, b))
+	require.Equal(t, []store.APIKey{other, dup}, apiKeys(t, s, b))
 
 	// Tenant B can neither revoke nor touch A's keys.
-	err := s.Update(ctx, b, func(ctx context.Context, tx store.Tx) error { return tx.APIKeyRevoke(ctx, older.ID, base) })
+	err = s.Update(ctx, b, func(ctx context.Context, tx store.Tx) error { return tx.APIKeyRevoke(ctx, older.ID, base) })
 	require.ErrorIs(t, err, store.ErrNotFound)
 	require.ErrorIs(t, s.APIKeyTouch(ctx, b, older.ID, base), store.ErrNotFound)
 	require.ErrorIs(t, s.APIKeyTouch(ctx, "", older.ID, base), store.ErrNoTenant)
@@ -377,7 +385,7 @@ func testAPIKeyManagement(t *testing.T, s store.Store) {
 	require.Equal(t, revokedAt, *list[0].RevokedAt)
 	err = s.Update(ctx, a, func(ctx context.Context, tx store.Tx) error { return tx.APIKeyRevoke(ctx, "missing-"+a, base) })
 	require.ErrorIs(t, err, store.ErrNotFound)
-	require.Equal(t, []store.APIKey{other}, apiKeys(t, s, b), "B's keys are untouched")
+	require.Equal(t, []store.APIKey{other, dup}, apiKeys(t, s, b), "B's keys are untouched")
 }
 
 func testSigningKeys(t *testing.T, s store.Store) {

@@ -53,6 +53,7 @@ func Run(t *testing.T, open OpenFunc) {
 		{"UpdateRollback", testUpdateRollback},
 		{"Events", testEvents},
 		{"Audit", testAudit},
+		{"AuditHead", testAuditHead},
 		{"APIKeys", testAPIKeys},
 		{"TenantIsolation", testTenantIsolation},
 		{"ConcurrentWriters", testConcurrentWriters},
@@ -1209,4 +1210,50 @@ func testConcurrentWriters(t *testing.T, s store.Store) {
 	for i, c := range changes {
 		require.Equal(t, int64(i+1), c.ResourceVersion, "versions are gapless and ordered")
 	}
+}
+
+// testAuditHead: the head comes from the counter row, not the log. It is 0
+// for a tenant without records, follows appends (inside the appending
+// transaction too), ignores rolled-back appends and is per tenant.
+func testAuditHead(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	a, b := NewTenant(), NewTenant()
+	head := func(tenant string) int64 {
+		t.Helper()
+		var h int64
+		require.NoError(t, s.View(ctx, tenant, func(ctx context.Context, r store.Reader) error {
+			var err error
+			h, err = r.AuditHead(ctx)
+			return err
+		}))
+		return h
+	}
+	require.Zero(t, head(a))
+	for i := range 3 {
+		require.NoError(t, s.Update(ctx, a, func(ctx context.Context, tx store.Tx) error {
+			if _, err := tx.AuditInsert(ctx, audit.Record{Actor: "alice", Verb: "get", Outcome: audit.OutcomeAllowed}); err != nil {
+				return err
+			}
+			h, err := tx.AuditHead(ctx)
+			require.NoError(t, err)
+			require.Equal(t, int64(i+1), h, "the writing transaction sees its own append")
+			return nil
+		}))
+	}
+	require.Equal(t, int64(3), head(a))
+	err := s.Update(ctx, a, func(ctx context.Context, tx store.Tx) error {
+		_, err := tx.AuditInsert(ctx, audit.Record{Actor: "alice", Verb: "get", Outcome: audit.OutcomeAllowed})
+		require.NoError(t, err)
+		return errRollback
+	})
+	require.ErrorIs(t, err, errRollback)
+	require.Equal(t, int64(3), head(a), "a rolled-back append does not move the head")
+	require.Zero(t, head(b), "heads are per tenant")
+	// A write transaction that appends nothing reads the stored head.
+	require.NoError(t, s.Update(ctx, a, func(ctx context.Context, tx store.Tx) error {
+		h, err := tx.AuditHead(ctx)
+		require.NoError(t, err)
+		require.Equal(t, int64(3), h)
+		return nil
+	}))
 }
