@@ -68,6 +68,7 @@ func (s *Server) authenticate(c *fiber.Ctx) error {
 		return err
 	}
 	c.Locals(localPrincipal, p)
+	s.noteAPIKeyUse(p, c.Get(fiber.HeaderAuthorization))
 	c.SetUserContext(auth.WithPrincipal(c.UserContext(), p))
 	return c.Next()
 }

@@ -272,6 +272,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	errc := make(chan error, 1)
 	go func() { errc <- s.app.Listener(ln) }()
 	go s.rotateSigningKeys(s.base)
+	go s.rotateSigningKeys(s.base)
 	select {
 	case err := <-errc:
 		s.close()
