@@ -13,6 +13,7 @@ import (
 	"github.com/warden-dev/warden/app/apierr"
 	"github.com/warden-dev/warden/app/audit"
 	"github.com/warden-dev/warden/app/auth"
+	"github.com/warden-dev/warden/app/oidc"
 	"github.com/warden-dev/warden/app/store"
 )
 
@@ -58,6 +59,9 @@ func (s *Server) requestID(c *fiber.Ctx) error {
 
 // authenticate resolves the caller; nothing under /v1 runs without one.
 func (s *Server) authenticate(c *fiber.Ctx) error {
+	if s.oidc != nil && c.Get(fiber.HeaderAuthorization) == "" && c.Cookies(oidc.SessionCookie) != "" {
+		return s.authenticateSession(c)
+	}
 	p, err := s.authn.Authenticate(c.UserContext(), c.Get(fiber.HeaderAuthorization))
 	if err != nil {
 		if errors.Is(err, auth.ErrUnauthenticated) {

@@ -53,6 +53,7 @@ func (s *Server) routes() *fiber.App {
 	v1.Delete("/:plural/:name", s.handleDelete)
 	v1.Put("/:plural/:name/status", s.handlePutStatus)
 
+	s.consoleRoutes(app)
 	app.Use(func(c *fiber.Ctx) error {
 		return notFound("no route for %s %s", c.Method(), c.Path())
 	})

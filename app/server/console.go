@@ -1,0 +1,547 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/warden-dev/warden/app/apierr"
+	"github.com/warden-dev/warden/app/audit"
+	"github.com/warden-dev/warden/app/auth"
+	"github.com/warden-dev/warden/app/authz"
+	"github.com/warden-dev/warden/app/oidc"
+	"github.com/warden-dev/warden/app/resource"
+	"github.com/warden-dev/warden/app/store"
+	"github.com/warden-dev/warden/tenants"
+	"github.com/warden-dev/warden/web"
+	"github.com/warden-dev/warden/web/apikeys"
+	"github.com/warden-dev/warden/web/members"
+	"github.com/warden-dev/warden/web/namespaces"
+	"github.com/warden-dev/warden/web/signin"
+	"github.com/warden-dev/warden/web/signup"
+)
+
+// newPeopleSignIn builds the OIDC handler when cfg.OIDC is set; nil means
+// no people sign-in (local mode without issuers).
+func newPeopleSignIn(cfg Config) (*oidc.Handler, error) {
+	if cfg.OIDC == nil {
+		return nil, nil
+	}
+	h, err := oidc.New(*cfg.OIDC, cfg.Store, cfg.Now, cfg.Logger)
+	if err != nil {
+		return nil, fmt.Errorf("people sign-in (OIDC): %w", err)
+	}
+	return h, nil
+}
+
+// buildConsole wires the web console to the store, tenants/, app/oidc and
+// the Authorizer.
+func (s *Server) buildConsole() error {
+	svc := tenants.New(s.store, s.now, s.log)
+	deps := web.Deps{
+		Principal:  s.consolePrincipal,
+		CSRFToken:  oidc.CSRFToken,
+		CSRFField:  oidc.CSRFField,
+		CSRFHeader: oidc.CSRFHeader,
+		LocalMode:  s.oidc == nil,
+		Members:    consoleMembers{s: s, svc: svc},
+		Namespaces: consoleNamespaces{s: s, svc: svc},
+		APIKeys:    consoleAPIKeys{s: s},
+		Audit:      consoleAudit{s: s},
+		Log:        s.log,
+		Now:        s.now,
+	}
+	if s.oidc != nil {
+		for _, is := range s.cfg.OIDC.Issuers {
+			deps.Issuers = append(deps.Issuers, signin.Issuer{ID: is.Name, Name: is.Name})
+		}
+		deps.TenantSSO = consoleTenantSSO{s: s}
+	}
+	if s.cfg.Signup {
+		deps.Signup = consoleSignup{s: s, svc: svc}
+	}
+	cs, err := web.New(deps)
+	if err != nil {
+		return fmt.Errorf("console: %w", err)
+	}
+	s.console = cs
+	return nil
+}
+
+// consoleRoutes mounts people sign-in (/auth/…) and the console. Every
+// request other than GET, HEAD and OPTIONS outside the API passes
+// consoleGuard: CSRF for session requests, and an audit record.
+func (s *Server) consoleRoutes(app *fiber.App) {
+	app.Use(s.consoleGuard)
+	if s.oidc != nil {
+		app.Get("/auth/login", web.SecurityHeaders, s.oidc.Login)
+		app.Get("/auth/callback", web.SecurityHeaders, s.oidc.Callback)
+		app.Post("/auth/logout", web.SecurityHeaders, s.oidc.Logout)
+	}
+	s.console.Register(app)
+}
+
+// consolePrincipal is the signed-in person of a console request; nobody
+// without OIDC.
+func (s *Server) consolePrincipal(c *fiber.Ctx) (auth.Principal, bool) {
+	if s.oidc == nil {
+		return auth.Principal{}, false
+	}
+	p, err := s.oidc.SessionPrincipal(c)
+	if err != nil {
+		if _, ok := apierr.As(err); !ok {
+			s.log.ErrorContext(c.UserContext(), "console: resolve session", "err", err, "requestId", c.Locals(localRequestID))
+		}
+		return auth.Principal{}, false
+	}
+	return p, true
+}
+
+// authenticateSession lets /v1 accept a console session cookie when a
+// request has no Authorization header. Cookies are ambient credentials, so
+// every such request other than GET, HEAD and OPTIONS must carry the
+// session's CSRF token; bearer requests need none.
+func (s *Server) authenticateSession(c *fiber.Ctx) error {
+	p, err := s.oidc.SessionPrincipal(c)
+	if err != nil {
+		if _, ok := apierr.As(err); ok {
+			s.log.InfoContext(c.UserContext(), "unauthenticated request", "method", c.Method(), "path", c.Path(), "reason", err.Error(), "requestId", c.Locals(localRequestID))
+		}
+		return err
+	}
+	c.Locals(localPrincipal, p)
+	c.SetUserContext(auth.WithPrincipal(c.UserContext(), p))
+	return s.oidc.CSRF(c)
+}
+
+// isAPIPathForConsole reports paths that have their own authentication and audit.
+func isAPIPathForConsole(path string) bool {
+	return path == "/v1" || strings.HasPrefix(path, "/v1/") || strings.HasPrefix(path, "/.well-known/") || path == "/healthz"
+}
+
+// consoleAction is what a console adapter did, for the audit record of the
+// request; consoleGuard puts one into the request context.
+type consoleAction struct {
+	verb, namespace, resource string
+	// tenant and actor, when set, attribute an anonymous request (sign-up).
+	tenant, actor string
+	err           error
+	noted         bool
+}
+
+type consoleActionKey struct{}
+
+// noteConsole records what a console action did; a no-op outside consoleGuard.
+func noteConsole(ctx context.Context, verb, namespace, res string, err error) {
+	if a, ok := ctx.Value(consoleActionKey{}).(*consoleAction); ok {
+		a.verb, a.namespace, a.resource, a.err, a.noted = verb, namespace, res, err, true
+	}
+}
+
+// consoleGuard checks CSRF on console writes that carry a session and
+// writes one audit record per console write, whatever its outcome: the
+// screens answer errors with a page (htmx with 200), so the outcome comes
+// from what the adapter noted rather than from the status alone.
+func (s *Server) consoleGuard(c *fiber.Ctx) error {
+	switch c.Method() {
+	case fiber.MethodGet, fiber.MethodHead, fiber.MethodOptions:
+		return c.Next()
+	}
+	if isAPIPathForConsole(c.Path()) {
+		return c.Next()
+	}
+	act := &consoleAction{}
+	c.SetUserContext(context.WithValue(c.UserContext(), consoleActionKey{}, act))
+	// Resolve the person before the handler runs: sign-out deletes the
+	// session.
+	p, signedIn := s.consolePrincipal(c)
+	var err error
+	if s.oidc != nil {
+		err = s.oidc.CSRF(c)
+	} else {
+		err = c.Next()
+	}
+	s.auditConsole(c, p, signedIn, act, err)
+	return err
+}
+
+func (s *Server) auditConsole(c *fiber.Ctx, p auth.Principal, signedIn bool, act *consoleAction, err error) {
+	tenant, actor, policy := p.Tenant, p.Subject, p.EffectivePolicy()
+	if act.tenant != "" {
+		tenant, actor, policy = act.tenant, act.actor, ""
+	}
+	if !signedIn && act.tenant == "" {
+		return // nobody to attribute it to, and no tenant to write it in
+	}
+	status := c.Response().StatusCode()
+	if err != nil {
+		status = statusOf(err)
+	}
+	outcome := audit.OutcomeAllowed
+	switch {
+	case act.err != nil && (errors.Is(act.err, auth.ErrForbidden) || statusOf(act.err) == http.StatusForbidden):
+		outcome = audit.OutcomeDenied
+	case act.err != nil:
+		outcome = audit.OutcomeFailed
+	case status == http.StatusForbidden:
+		outcome = audit.OutcomeDenied
+	case status >= 400:
+		outcome = audit.OutcomeFailed
+	}
+	rec := audit.Record{Time: s.now().UTC(), Tenant: tenant, Actor: actor, Verb: act.verb, Namespace: act.namespace,
+		Resource: act.resource, Outcome: outcome, Policy: policy}
+	if !act.noted {
+		rec.Verb, rec.Resource = "post", "console"+c.Path()
+		if c.Path() == "/auth/logout" {
+			rec.Verb, rec.Resource = "signout", "sessions"
+		}
+	}
+	if e, ok := apierr.As(err); ok {
+		rec.Reason = e.Code
+	} else if e, ok := apierr.As(act.err); ok {
+		rec.Reason = e.Code
+	}
+	ctx := context.WithoutCancel(c.UserContext())
+	werr := s.store.Update(ctx, tenant, func(ctx context.Context, tx store.Tx) error {
+		_, err := tx.AuditInsert(ctx, rec)
+		return err
+	})
+	if werr != nil {
+		s.log.ErrorContext(ctx, "write console audit record", "err", werr, "requestId", c.Locals(localRequestID))
+	}
+}
+
+// consoleAuthorize asks the Authorizer and turns a refusal into 403 Forbidden.
+func (s *Server) consoleAuthorize(ctx context.Context, p auth.Principal, verb, namespace, object string) error {
+	err := s.authz.Authorize(ctx, p, verb, namespace, object)
+	if errors.Is(err, auth.ErrForbidden) {
+		return forbidden(err)
+	}
+	return err
+}
+
+// consoleScope maps a credential namespace onto the Authorizer's: "*" is the
+// tenant scope "".
+func consoleScope(ns string) string {
+	if ns == auth.AllNamespaces {
+		return ""
+	}
+	return ns
+}
+
+// consoleMembers serves the members screen over tenants.Service.
+type consoleMembers struct {
+	s   *Server
+	svc *tenants.Service
+}
+
+func (a consoleMembers) Members(ctx context.Context, p auth.Principal) ([]members.Member, error) {
+	if err := a.s.consoleAuthorize(ctx, p, auth.VerbList, "", authz.ObjMembers); err != nil {
+		return nil, err
+	}
+	ms, err := a.svc.Members(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	var b *authz.Bindings
+	err = a.s.store.View(ctx, p.Tenant, func(ctx context.Context, r store.Reader) error {
+		var err error
+		b, err = authz.LoadBindings(ctx, r)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	roles := map[string][]string{}
+	for _, g := range b.Grants {
+		if email, ok := strings.CutPrefix(g.Subject, authz.UserSubject("")); ok {
+			roles[email] = append(roles[email], g.Role+" in "+g.Domain)
+		}
+	}
+	out := make([]members.Member, 0, len(ms))
+	for _, m := range ms {
+		role := "member"
+		switch rs := roles[m.Email]; {
+		case m.Owner:
+			role = auth.RoleOwner
+		case len(rs) > 0:
+			sort.Strings(rs)
+			role = strings.Join(rs, ", ")
+		}
+		out = append(out, members.Member{Member: m, Role: role})
+	}
+	return out, nil
+}
+
+// Invite binds the person in the chosen namespace; "*" (the form's
+// default) binds in namespace "default", because tenant-wide authority is
+// ownership, not a binding.
+func (a consoleMembers) Invite(ctx context.Context, p auth.Principal, inv members.Invitation) error {
+	ns := consoleScope(inv.Namespace)
+	if ns == "" {
+		ns = tenants.DefaultNamespace
+	}
+	err := a.invite(ctx, p, inv, ns)
+	noteConsole(ctx, "invite", ns, "members/"+inv.Email, err)
+	return err
+}
+
+func (a consoleMembers) invite(ctx context.Context, p auth.Principal, inv members.Invitation, ns string) error {
+	if err := a.s.consoleAuthorize(ctx, p, authz.VerbCreate, ns, authz.ObjMembers); err != nil {
+		return err
+	}
+	if inv.Role == auth.RoleOwner {
+		return apierr.New(apierr.CodeInvalidRequest, "ownership is not granted by invitation: invite the person with a role, then make them owner")
+	}
+	_, err := a.svc.Invite(ctx, p, inv.Email, inv.Role, ns)
+	a.s.authz.Invalidate(p.Tenant)
+	return err
+}
+
+func (a consoleMembers) Remove(ctx context.Context, p auth.Principal, email string) error {
+	err := a.s.consoleAuthorize(ctx, p, auth.VerbDelete, "", authz.ObjMembers)
+	if err == nil {
+		err = a.svc.RemoveMember(ctx, p, email)
+		a.s.authz.Invalidate(p.Tenant)
+	}
+	noteConsole(ctx, "delete", "", "members/"+email, err)
+	return err
+}
+
+// consoleNamespaces lists Namespace resources and creates them through
+// tenants.Service.
+type consoleNamespaces struct {
+	s   *Server
+	svc *tenants.Service
+}
+
+// Namespaces lists every namespace to a tenant-wide reader, and otherwise
+// the namespaces where the person may read agents.
+func (a consoleNamespaces) Namespaces(ctx context.Context, p auth.Principal) ([]namespaces.Namespace, error) {
+	all := a.s.authz.Authorize(ctx, p, auth.VerbList, "", "namespaces")
+	if all != nil && !errors.Is(all, auth.ErrForbidden) {
+		return nil, all
+	}
+	var objs []*resource.Object
+	err := a.s.store.View(ctx, p.Tenant, func(ctx context.Context, r store.Reader) error {
+		params := store.ListParams{Kind: resource.KindNamespace, Limit: store.MaxPageSize}
+		for {
+			page, err := r.ResourceList(ctx, params)
+			if err != nil {
+				return err
+			}
+			objs = append(objs, page.Items...)
+			if page.Continue == "" {
+				return nil
+			}
+			params.Continue = page.Continue
+		}
+	})
+	if err != nil {
+		return nil, storeError(err)
+	}
+	var out []namespaces.Namespace
+	for _, o := range objs {
+		if all != nil && a.s.authz.Authorize(ctx, p, auth.VerbList, o.Metadata.Name, "agents") != nil {
+			continue
+		}
+		n := namespaces.Namespace{Name: o.Metadata.Name}
+		n.DisplayName, _ = o.Spec["displayName"].(string)
+		n.CreatedAt, _ = time.Parse(time.RFC3339, o.Metadata.CreationTimestamp)
+		out = append(out, n)
+	}
+	if len(out) == 0 && all != nil {
+		return nil, forbidden(all)
+	}
+	return out, nil
+}
+
+func (a consoleNamespaces) CreateNamespace(ctx context.Context, p auth.Principal, name string) error {
+	err := a.s.consoleAuthorize(ctx, p, auth.VerbApply, "", "namespaces")
+	if err == nil {
+		_, err = a.svc.CreateNamespace(ctx, p, name, "")
+	}
+	noteConsole(ctx, "apply", "", "namespaces/"+name, err)
+	return err
+}
+
+// consoleAPIKeys manages API keys in the store, hashed, as the API reads
+// them.
+type consoleAPIKeys struct{ s *Server }
+
+// APIKeys lists the keys of the namespaces where p may list keys.
+func (a consoleAPIKeys) APIKeys(ctx context.Context, p auth.Principal) ([]store.APIKey, error) {
+	var keys []store.APIKey
+	err := a.s.store.View(ctx, p.Tenant, func(ctx context.Context, r store.Reader) error {
+		var err error
+		keys, err = r.APIKeyList(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, storeError(err)
+	}
+	out := keys[:0]
+	for _, k := range keys {
+		if a.s.authz.Authorize(ctx, p, auth.VerbList, consoleScope(k.Namespace), authz.ObjAPIKeys) == nil {
+			out = append(out, k)
+		}
+	}
+	return out, nil
+}
+
+// consoleKeyRoles are the roles an API key may carry.
+var consoleKeyRoles = map[string]bool{auth.RoleViewer: true, auth.RoleEditor: true, auth.RoleApprover: true, auth.RoleAdmin: true}
+
+func (a consoleAPIKeys) CreateAPIKey(ctx context.Context, p auth.Principal, req apikeys.Request) (string, store.APIKey, error) {
+	secret, key, err := a.create(ctx, p, req)
+	noteConsole(ctx, "create", consoleScope(req.Namespace), "apikeys/"+req.Name, err)
+	return secret, key, err
+}
+
+func (a consoleAPIKeys) create(ctx context.Context, p auth.Principal, req apikeys.Request) (string, store.APIKey, error) {
+	if !resource.IsDNS1123Label(req.Name) {
+		return "", store.APIKey{}, badRequest("key name %q is not a DNS-1123 label (lower-case letters, digits and '-', at most 63 characters)", req.Name)
+	}
+	if !consoleKeyRoles[req.Role] {
+		return "", store.APIKey{}, badRequest("role %q is not one of viewer, editor, approver, admin", req.Role)
+	}
+	if req.Namespace == "" {
+		req.Namespace = auth.AllNamespaces
+	}
+	if req.Namespace != auth.AllNamespaces && !resource.IsDNS1123Label(req.Namespace) {
+		return "", store.APIKey{}, badRequest("namespace %q is not a namespace name or *", req.Namespace)
+	}
+	scope := consoleScope(req.Namespace)
+	if err := a.s.consoleAuthorize(ctx, p, authz.VerbCreate, scope, authz.ObjAPIKeys); err != nil {
+		return "", store.APIKey{}, err
+	}
+	// Not above the creator: the creator must hold every permission of
+	// the key's role where the key applies.
+	for _, perm := range authz.Permissions(req.Role) {
+		if err := a.s.authz.Authorize(ctx, p, perm.Verb, scope, perm.Object); err != nil {
+			if errors.Is(err, auth.ErrForbidden) {
+				return "", store.APIKey{}, apierr.New(apierr.CodeForbidden, "a key with role %s may %s %s, which you may not: choose a lower role", req.Role, perm.Verb, perm.Object)
+			}
+			return "", store.APIKey{}, err
+		}
+	}
+	secret, hash, err := auth.NewAPIKeySecret()
+	if err != nil {
+		return "", store.APIKey{}, err
+	}
+	id := make([]byte, 8)
+	if _, err := rand.Read(id); err != nil {
+		return "", store.APIKey{}, fmt.Errorf("generate key id: %w", err)
+	}
+	k := store.APIKey{ID: "k" + hex.EncodeToString(id), Tenant: p.Tenant, Name: req.Name, SecretHash: hash,
+		Namespace: req.Namespace, Role: req.Role, CreatedAt: a.s.now().UTC()}
+	err = a.s.store.Update(ctx, p.Tenant, func(ctx context.Context, tx store.Tx) error {
+		if scope != "" {
+			if _, err := tx.ResourceGet(ctx, resource.Key{Kind: resource.KindNamespace, Name: scope}); err != nil {
+				if errors.Is(err, store.ErrNotFound) {
+					return apierr.New(apierr.CodeNotFound, "namespace %q does not exist", scope)
+				}
+				return err
+			}
+		}
+		return tx.APIKeyInsert(ctx, k)
+	})
+	if errors.Is(err, store.ErrAlreadyExists) {
+		return "", store.APIKey{}, apierr.New(apierr.CodeConflict, "an API key named %q exists (revoked keys keep their names): choose another name", req.Name)
+	}
+	if err != nil {
+		return "", store.APIKey{}, storeError(err)
+	}
+	return secret, k, nil
+}
+
+func (a consoleAPIKeys) RevokeAPIKey(ctx context.Context, p auth.Principal, id string) error {
+	name, ns, err := a.revoke(ctx, p, id)
+	noteConsole(ctx, "delete", ns, "apikeys/"+name, err)
+	return err
+}
+
+func (a consoleAPIKeys) revoke(ctx context.Context, p auth.Principal, id string) (name, ns string, err error) {
+	name = id
+	err = a.s.store.Update(ctx, p.Tenant, func(ctx context.Context, tx store.Tx) error {
+		keys, err := tx.APIKeyList(ctx)
+		if err != nil {
+			return err
+		}
+		for _, k := range keys {
+			if k.ID != id {
+				continue
+			}
+			name, ns = k.Name, consoleScope(k.Namespace)
+			if err := a.s.consoleAuthorize(ctx, p, auth.VerbDelete, ns, authz.ObjAPIKeys); err != nil {
+				return err
+			}
+			return tx.APIKeyRevoke(ctx, id, a.s.now().UTC())
+		}
+		return apierr.New(apierr.CodeNotFound, "API key %q not found", id)
+	})
+	return name, ns, storeError(err)
+}
+
+// consoleAudit reads the audit log for tenant-wide admins and owners.
+type consoleAudit struct{ s *Server }
+
+func (a consoleAudit) Audit(ctx context.Context, p auth.Principal, q store.AuditListParams) ([]audit.Record, error) {
+	if err := a.s.consoleAuthorize(ctx, p, auth.VerbList, "", authz.ObjAudit); err != nil {
+		return nil, err
+	}
+	var recs []audit.Record
+	err := a.s.store.View(ctx, p.Tenant, func(ctx context.Context, r store.Reader) error {
+		var err error
+		recs, err = r.AuditList(ctx, q)
+		return err
+	})
+	return recs, storeError(err)
+}
+
+// consoleTenantSSO offers a tenant's own identity provider (the Tenant
+// resource's spec.sso) on its sign-in page.
+type consoleTenantSSO struct{ s *Server }
+
+func (a consoleTenantSSO) TenantIssuers(ctx context.Context, tenant string) ([]signin.Issuer, error) {
+	var sso *tenants.SSOConnection
+	err := a.s.store.View(ctx, tenant, func(ctx context.Context, r store.Reader) error {
+		var err error
+		sso, err = tenants.TenantSSO(ctx, r, tenant)
+		return err
+	})
+	if err != nil || sso == nil || sso.Issuer == "" {
+		return nil, err
+	}
+	return []signin.Issuer{{ID: "sso", Name: tenant + " single sign-on"}}, nil
+}
+
+// consoleSignup creates tenants through tenants.Service (cfg.Signup only)
+// and writes the first audit record of the new tenant.
+type consoleSignup struct {
+	s   *Server
+	svc *tenants.Service
+}
+
+func (a consoleSignup) Signup(ctx context.Context, req signup.Request) (store.TenantRecord, error) {
+	rec, err := a.svc.Signup(ctx, tenants.SignupRequest{TenantID: req.Tenant, DisplayName: req.DisplayName, OwnerEmail: req.OwnerEmail, OwnerName: req.OwnerName})
+	if err != nil {
+		if e, ok := apierr.As(err); ok && e.Code == apierr.CodeConflict {
+			return store.TenantRecord{}, fmt.Errorf("%s: %w", e.Message, store.ErrAlreadyExists)
+		}
+		return store.TenantRecord{}, err
+	}
+	if act, ok := ctx.Value(consoleActionKey{}).(*consoleAction); ok {
+		act.tenant, act.actor = rec.ID, "signup:"+req.OwnerEmail
+	}
+	noteConsole(ctx, "signup", "", "tenants/"+rec.ID, nil)
+	return *rec, nil
+}
