@@ -22,12 +22,14 @@ import (
 	"github.com/warden-dev/warden/app/authz"
 	"github.com/warden-dev/warden/app/compile"
 	"github.com/warden-dev/warden/app/events"
+	"github.com/warden-dev/warden/app/oidc"
 	"github.com/warden-dev/warden/app/policy"
 	"github.com/warden-dev/warden/app/resource"
 	"github.com/warden-dev/warden/app/secret"
 	"github.com/warden-dev/warden/app/store"
 	"github.com/warden-dev/warden/app/watch"
 	"github.com/warden-dev/warden/app/workload"
+	"github.com/warden-dev/warden/web"
 )
 
 // MaxBodyBytes is the largest request body any endpoint accepts (10 MiB).
@@ -63,7 +65,13 @@ type Config struct {
 	// BookmarkInterval is how often an idle watch stream gets a BOOKMARK
 	// (default 15s); it also detects clients that went away.
 	BookmarkInterval time.Duration
-	Now              func() time.Time
+	// OIDC configures people sign-in (console code flow, ID tokens as
+	// bearer tokens, console sessions on /v1); nil means none: local mode,
+	// where people use API keys and the CLI.
+	OIDC *oidc.Config
+	// Signup enables self-service tenant sign-up in the console (SaaS).
+	Signup bool
+	Now    func() time.Time
 }
 
 // WithDefaults returns a copy of c with defaults filled in.
@@ -154,6 +162,9 @@ type Server struct {
 	app      *fiber.App
 	// keyUse throttles API key lastUsedAt writes (apikeys.go).
 	keyUse *keyUse
+	// oidc is people sign-in; nil without Config.OIDC.
+	oidc    *oidc.Handler
+	console *web.Console
 	// base ends streams when the server shuts down.
 	base   context.Context
 	cancel context.CancelFunc
@@ -179,7 +190,15 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("workload identity issuer: %w", err)
 	}
-	authn := auth.NewAuthenticator(cfg.Store, cfg.Now, workload.NewVerifier(issuer, workload.AudienceControlPlane, cfg.Now))
+	people, err := newPeopleSignIn(cfg)
+	if err != nil {
+		return nil, err
+	}
+	verifiers := []auth.Verifier{workload.NewVerifier(issuer, workload.AudienceControlPlane, cfg.Now)}
+	if people != nil {
+		verifiers = append(verifiers, people.Verifier())
+	}
+	authn := auth.NewAuthenticator(cfg.Store, cfg.Now, verifiers...)
 	exchange, err := workload.NewTokenExchange(workload.ExchangeDeps{
 		Issuer: issuer, APIKeys: authn, Store: cfg.Store, Kubernetes: cfg.Kubernetes, Now: cfg.Now, Logger: cfg.Logger,
 	})
@@ -205,8 +224,13 @@ func New(cfg Config) (*Server, error) {
 		}),
 		hub:    watch.NewHub(cfg.Store, cfg.Logger),
 		bus:    bus,
+		oidc:   people,
 		base:   base,
 		cancel: cancel,
+	}
+	if err := s.buildConsole(); err != nil {
+		cancel()
+		return nil, err
 	}
 	// Grants change with RoleBindings and the Tenant record: drop the
 	// tenant's cached decisions whenever one is applied.
