@@ -61,6 +61,7 @@ current context of $WARDEN_HOME/config.yaml (written by 'warden up').`,
 		newDeleteCmd(a),
 		newAuditCmd(a),
 		newTokenCmd(a),
+		newAPIKeysCmd(a),
 	)
 	return root
 }
