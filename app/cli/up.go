@@ -2,6 +2,9 @@ package cli
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,10 +13,12 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/warden-dev/warden/app/clientconfig"
+	"github.com/warden-dev/warden/app/oidc"
 	"github.com/warden-dev/warden/app/secret"
 	"github.com/warden-dev/warden/app/server"
 	"github.com/warden-dev/warden/app/store/backend"
@@ -27,6 +32,7 @@ func newUpCmd(a *app) *cobra.Command {
 	var dataDir, storeURL, listenHost string
 	var port int
 	var tlsOpts tlsOptions
+	var people peopleOptions
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Start Warden locally: every service in one process on the embedded store",
@@ -35,7 +41,12 @@ directory), applies pending migrations, and serves until interrupted.
 
 On the first start it creates tenant "default", namespace "default", the
 environments dev, staging and prod, and an admin API key, which it writes to
-$WARDEN_HOME/config.yaml as the context "local" and makes current.`,
+$WARDEN_HOME/config.yaml as the context "local" and makes current.
+
+Without --oidc-issuer nobody signs in to the console (local mode): people use
+the CLI and API keys. With it, people sign in through that OpenID Connect
+provider (code flow with PKCE) and may also present its ID tokens as bearer
+tokens. Register <public URL>/auth/callback as the redirect URL there.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if port < 1 || port > 65535 {
@@ -48,7 +59,18 @@ $WARDEN_HOME/config.yaml as the context "local" and makes current.`,
 			if err := server.CheckTransport(addr, tlsOpts.cert != "", tlsOpts.allowPlaintext); err != nil {
 				return usagef("%s", err.Error())
 			}
-			return a.up(cmd.Context(), dataDir, storeURL, listenHost, port, tlsOpts)
+			if people.issuer == "" && (people.clientID != "" || people.clientSecret != "") {
+				return usagef("--oidc-client-id and --oidc-client-secret need --oidc-issuer")
+			}
+			if people.issuer != "" && people.clientID == "" {
+				return usagef("--oidc-issuer needs --oidc-client-id")
+			}
+			if people.publicURL != "" {
+				if u, err := url.Parse(people.publicURL); err != nil || !u.IsAbs() || (u.Scheme != "http" && u.Scheme != "https") {
+					return usagef("--public-url %q must be an absolute http(s) URL", people.publicURL)
+				}
+			}
+			return a.up(cmd.Context(), dataDir, storeURL, listenHost, port, tlsOpts, people)
 		},
 	}
 	f := cmd.Flags()
@@ -59,7 +81,90 @@ $WARDEN_HOME/config.yaml as the context "local" and makes current.`,
 	f.StringVar(&tlsOpts.cert, "tls-cert", "", "PEM certificate (chain) to serve every listener over TLS")
 	f.StringVar(&tlsOpts.key, "tls-key", "", "PEM private key of --tls-cert")
 	f.BoolVar(&tlsOpts.allowPlaintext, "insecure-allow-plaintext", false, "serve plaintext HTTP on a non-loopback address (only behind a TLS-terminating proxy)")
+	f.StringVar(&people.issuer, "oidc-issuer", "", "OpenID Connect issuer URL people sign in to the console with (none: local mode, API keys only)")
+	f.StringVar(&people.clientID, "oidc-client-id", "", "Warden's client id at --oidc-issuer")
+	f.StringVar(&people.clientSecret, "oidc-client-secret", "", "client secret at --oidc-issuer (prefer $"+envOIDCClientSecret+"; empty for a public PKCE client)")
+	f.StringVar(&people.name, "oidc-name", "Single sign-on", "label of the sign-in button")
+	f.StringVar(&people.publicURL, "public-url", "", "externally visible base URL: the OIDC redirect URL is <public-url>/auth/callback and workload tokens name it as issuer (default the control plane URL)")
+	f.BoolVar(&people.signup, "signup", false, "enable self-service tenant sign-up in the console (SaaS)")
 	return cmd
+}
+
+// Environment variables of up's secrets.
+const (
+	envOIDCClientSecret = "WARDEN_OIDC_CLIENT_SECRET"
+	envCookieKey        = "WARDEN_COOKIE_KEY"
+	// cookieKeyFile in $WARDEN_HOME signs the console's sign-in flow cookie.
+	cookieKeyFile = "cookie.key"
+)
+
+// peopleOptions are up's people sign-in flags.
+type peopleOptions struct {
+	issuer, clientID, clientSecret, name, publicURL string
+	signup                                          bool
+}
+
+// oidcConfig builds people sign-in from the flags; nil without an issuer.
+// The client secret comes from the flag or the environment and is never
+// printed.
+func (a *app) oidcConfig(home, publicURL string, tlsOn bool, o peopleOptions) (*oidc.Config, error) {
+	if o.issuer == "" {
+		return nil, nil
+	}
+	secretValue := o.clientSecret
+	if secretValue == "" {
+		secretValue, _ = a.env.LookupEnv(envOIDCClientSecret)
+	}
+	key, err := loadCookieKey(a.env.LookupEnv, filepath.Join(home, cookieKeyFile))
+	if err != nil {
+		return nil, err
+	}
+	name := o.name
+	if name == "" {
+		name = "Single sign-on"
+	}
+	return &oidc.Config{
+		Issuers:      []oidc.IssuerConfig{{Name: name, IssuerURL: o.issuer, ClientID: o.clientID, ClientSecret: secretValue}},
+		RedirectURL:  strings.TrimSuffix(publicURL, "/") + "/auth/callback",
+		CookieSecure: tlsOn || strings.HasPrefix(publicURL, "https://"),
+		CookieKey:    key,
+	}, nil
+}
+
+// loadCookieKey reads the cookie signing key from $WARDEN_COOKIE_KEY
+// (base64 or hex of at least 32 bytes) or from file, which it creates (mode
+// 0600, 32 random bytes) when missing.
+func loadCookieKey(env func(string) (string, bool), file string) ([]byte, error) {
+	if v, ok := env(envCookieKey); ok && strings.TrimSpace(v) != "" {
+		v = strings.TrimSpace(v)
+		for _, dec := range []func(string) ([]byte, error){base64.StdEncoding.DecodeString, base64.RawURLEncoding.DecodeString, hex.DecodeString} {
+			if b, err := dec(v); err == nil && len(b) >= 32 {
+				return b, nil
+			}
+		}
+		return nil, fmt.Errorf("%s: must be base64 or hex of at least 32 bytes", envCookieKey)
+	}
+	b, err := os.ReadFile(file)
+	switch {
+	case err == nil:
+		if len(b) < 32 {
+			return nil, fmt.Errorf("cookie key %s: holds %d bytes, needs at least 32; delete it to make a new one", file, len(b))
+		}
+		return b, nil
+	case !errors.Is(err, os.ErrNotExist):
+		return nil, fmt.Errorf("cookie key: %w", err)
+	}
+	b = make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return nil, fmt.Errorf("cookie key: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+		return nil, fmt.Errorf("cookie key: %w", err)
+	}
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		return nil, fmt.Errorf("write cookie key: %w", err)
+	}
+	return b, nil
 }
 
 // tlsOptions are up's transport flags.
@@ -68,7 +173,7 @@ type tlsOptions struct {
 	allowPlaintext bool
 }
 
-func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port int, tlsOpts tlsOptions) error {
+func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port int, tlsOpts tlsOptions, people peopleOptions) error {
 	home, err := clientconfig.Home(a.env.LookupEnv)
 	if err != nil {
 		return err
@@ -113,6 +218,14 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		scheme = "https"
 	}
 	controlURL := scheme + "://" + net.JoinHostPort(clientHost(listenHost), controlPort)
+	publicURL := controlURL
+	if people.publicURL != "" {
+		publicURL = strings.TrimSuffix(people.publicURL, "/")
+	}
+	oidcCfg, err := a.oidcConfig(home, publicURL, tlsOpts.cert != "", people)
+	if err != nil {
+		return err
+	}
 	w := a.env.Stdout
 	if created {
 		cfg, err := clientconfig.Load(home)
@@ -135,6 +248,11 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 	fmt.Fprintf(w, "  control plane + console  %s\n", controlURL)
 	fmt.Fprintf(w, "  store                    %s\n", redactURL(storeURL))
 	fmt.Fprintf(w, "  config                   %s\n", clientconfig.Path(home))
+	if oidcCfg != nil {
+		fmt.Fprintf(w, "  console sign-in          %s (redirect URL %s)\n", people.issuer, oidcCfg.RedirectURL)
+	} else {
+		fmt.Fprintf(w, "  console sign-in          none (local mode: use the CLI and API keys; --oidc-issuer enables it)\n")
+	}
 	fmt.Fprintf(w, "Press Ctrl-C to stop.\n")
 
 	err = server.Run(ctx, server.Config{
@@ -144,7 +262,9 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		TLSCertFile:    tlsOpts.cert,
 		TLSKeyFile:     tlsOpts.key,
 		Keyring:        keyring,
-		PublicURL:      controlURL,
+		PublicURL:      publicURL,
+		OIDC:           oidcCfg,
+		Signup:         people.signup,
 		AllowPlaintext: tlsOpts.allowPlaintext,
 		Now:            a.env.Now,
 	})
