@@ -6,9 +6,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/url"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -22,19 +23,16 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/zitadel/oidc/v3/example/server/exampleop"
 	opstorage "github.com/zitadel/oidc/v3/example/server/storage"
+	"github.com/zitadel/oidc/v3/pkg/client/rp"
 	"github.com/zitadel/oidc/v3/pkg/op"
+	"golang.org/x/oauth2"
 	"golang.org/x/text/language"
 
-	"github.com/warden-dev/warden/app/apierr"
-	"github.com/warden-dev/warden/app/auth"
 	"github.com/warden-dev/warden/app/oidc"
-	"github.com/warden-dev/warden/app/store"
+	"github.com/warden-dev/warden/app/server"
 	"github.com/warden-dev/warden/app/store/backend"
 	"github.com/warden-dev/warden/tenants"
 	"github.com/warden-dev/warden/web"
-	"github.com/warden-dev/warden/web/apikeys"
-	"github.com/warden-dev/warden/web/members"
-	"github.com/warden-dev/warden/web/signin"
 	"github.com/warden-dev/warden/web/webtest"
 )
 
@@ -300,78 +298,13 @@ func TestConsoleInBrowser(t *testing.T) {
 	require.Empty(t, problems(), "script errors or CSP violations in the browser")
 }
 
-// realMembers adapts tenants.Service to the members screen.
-type realMembers struct{ svc *tenants.Service }
-
-func (a realMembers) Members(ctx context.Context, p auth.Principal) ([]members.Member, error) {
-	ms, err := a.svc.Members(ctx, p)
-	out := make([]members.Member, 0, len(ms))
-	for _, m := range ms {
-		role := "member"
-		if m.Owner {
-			role = auth.RoleOwner
-		}
-		out = append(out, members.Member{Member: m, Role: role})
-	}
-	return out, err
-}
-
-func (a realMembers) Invite(ctx context.Context, p auth.Principal, inv members.Invitation) error {
-	ns := inv.Namespace
-	if ns == auth.AllNamespaces {
-		ns = ""
-	}
-	_, err := a.svc.Invite(ctx, p, inv.Email, inv.Role, ns)
-	return err
-}
-
-func (a realMembers) Remove(ctx context.Context, p auth.Principal, email string) error {
-	return a.svc.RemoveMember(ctx, p, email)
-}
-
-// realAPIKeys keeps API keys in the real store, hashed, as the API reads them.
-type realAPIKeys struct {
-	st  store.Store
-	now func() time.Time
-}
-
-func (a realAPIKeys) APIKeys(ctx context.Context, p auth.Principal) ([]store.APIKey, error) {
-	var keys []store.APIKey
-	err := a.st.View(ctx, p.Tenant, func(ctx context.Context, r store.Reader) error {
-		var err error
-		keys, err = r.APIKeyList(ctx)
-		return err
-	})
-	return keys, err
-}
-
-func (a realAPIKeys) CreateAPIKey(ctx context.Context, p auth.Principal, req apikeys.Request) (string, store.APIKey, error) {
-	if err := p.Authorize(auth.VerbApply, ""); err != nil {
-		return "", store.APIKey{}, err
-	}
-	secret, hash, err := auth.NewAPIKeySecret()
-	if err != nil {
-		return "", store.APIKey{}, err
-	}
-	k := store.APIKey{ID: "k" + strconv.FormatInt(a.now().UnixNano(), 36), Tenant: p.Tenant, Name: req.Name, SecretHash: hash,
-		Namespace: req.Namespace, Role: req.Role, CreatedAt: a.now()}
-	err = a.st.Update(ctx, p.Tenant, func(ctx context.Context, tx store.Tx) error { return tx.APIKeyInsert(ctx, k) })
-	return secret, k, err
-}
-
-func (a realAPIKeys) RevokeAPIKey(ctx context.Context, p auth.Principal, id string) error {
-	if err := p.Authorize(auth.VerbDelete, ""); err != nil {
-		return err
-	}
-	return a.st.Update(ctx, p.Tenant, func(ctx context.Context, tx store.Tx) error { return tx.APIKeyRevoke(ctx, id, a.now()) })
-}
-
 // TestConsoleOIDCCodeFlowInBrowser signs in through the real code flow:
-// the console's button, app/oidc's /auth/login, a real OpenID Provider's
-// login form (zitadel/oidc example OP) filled in by chromium, the callback
-// and the session; then the signed-in person creates an API key in the
-// console and that key is accepted as a bearer token by the real
-// authenticator over the real store; sign-out ends the session.
+// the console's button, /auth/login, a real OpenID Provider's login form
+// (zitadel/oidc example OP) filled in by chromium, the callback and the
+// session, all served by the real server.New over SQLite; then the person
+// creates an API key in the console and that key, and the same person's ID
+// token from the provider, are accepted as bearer tokens on /v1; sign-out
+// ends the session.
 func TestConsoleOIDCCodeFlowInBrowser(t *testing.T) {
 	t.Parallel()
 	bg := context.Background()
@@ -399,47 +332,15 @@ func TestConsoleOIDCCodeFlowInBrowser(t *testing.T) {
 	_, err = svc.Signup(bg, tenants.SignupRequest{TenantID: "acme", DisplayName: "Acme", OwnerEmail: "alice@acme.example"})
 	require.NoError(t, err)
 
-	h, err := oidc.New(oidc.Config{Issuers: []oidc.IssuerConfig{{Name: "test", IssuerURL: opSrv.URL, ClientID: "warden", ClientSecret: "secret"}},
-		RedirectURL: base + "/auth/callback"}, st, now, log)
+	// The real server, with the provider as its only issuer.
+	srv, err := server.New(server.Config{Store: st, Logger: log, ControlAddr: ln.Addr().String(), Now: now,
+		OIDC: &oidc.Config{Issuers: []oidc.IssuerConfig{{Name: "Test IdP", IssuerURL: opSrv.URL, ClientID: "warden", ClientSecret: "secret"}},
+			RedirectURL: base + "/auth/callback"}})
 	require.NoError(t, err)
-
-	fake := webtest.New(now) // namespaces, audit and sign-up are not what this test is about
-	deps := fake.Deps()
-	deps.Principal = func(c *fiber.Ctx) (auth.Principal, bool) {
-		p, err := h.SessionPrincipal(c)
-		return p, err == nil
-	}
-	deps.CSRFToken = oidc.CSRFToken
-	deps.CSRFField, deps.CSRFHeader = oidc.CSRFField, oidc.CSRFHeader
-	deps.Issuers = []signin.Issuer{{ID: "test", Name: "Test IdP"}}
-	deps.TenantSSO, deps.Tenants = nil, nil
-	deps.Members = realMembers{svc}
-	deps.APIKeys = realAPIKeys{st: st, now: now}
-	cs, err := web.New(deps)
-	require.NoError(t, err)
-
-	app := fiber.New(fiber.Config{DisableStartupMessage: true, ErrorHandler: func(c *fiber.Ctx, err error) error {
-		e, ok := apierr.As(err)
-		if !ok {
-			e = apierr.New(apierr.CodeInternal, "%v", err)
-		}
-		return c.Status(e.Status()).JSON(apierr.Body{Error: e})
-	}})
-	app.Get("/auth/login", h.Login)
-	app.Get("/auth/callback", h.Callback)
-	app.Post("/auth/logout", h.Logout)
-	app.Use(h.CSRF)
-	cs.Register(app)
-	authn := auth.NewAuthenticator(st, now, h.Verifier())
-	app.Get("/v1/whoami", func(c *fiber.Ctx) error {
-		p, err := authn.Authenticate(c.UserContext(), c.Get(fiber.HeaderAuthorization))
-		if err != nil {
-			return apierr.New(apierr.CodeUnauthenticated, "%v", err)
-		}
-		return c.JSON(p)
-	})
-	go func() { _ = app.Listener(ln) }()
-	t.Cleanup(func() { _ = app.Shutdown() })
+	sctx, stop := context.WithCancel(bg)
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(sctx, ln) }()
+	t.Cleanup(func() { stop(); <-done })
 
 	ctx, problems := browser(t)
 	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
@@ -475,17 +376,19 @@ func TestConsoleOIDCCodeFlowInBrowser(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(secret, "wk_"))
 
-	req, _ := http.NewRequest(http.MethodGet, base+"/v1/whoami", nil)
-	req.Header.Set("Authorization", "Bearer "+secret)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	var p auth.Principal
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&p))
-	resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	require.Equal(t, "acme", p.Tenant)
-	require.Equal(t, "apikey:sdk", p.Subject)
-	require.Equal(t, auth.RoleEditor, p.Role)
+	// The key made in the console, and the same person's ID token from the
+	// provider, both work as bearer tokens on the real API.
+	agents := func(token string) int {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, base+"/v1/namespaces/default/agents", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	require.Equal(t, http.StatusOK, agents(secret))
+	require.Equal(t, http.StatusOK, agents(opIDToken(t, opSrv.URL, base+"/auth/callback", "alice@acme.example", "verysecure")))
 
 	do("sign out",
 		chromedp.Click(xpath(`//button[contains(., "Sign out")]`)),
@@ -494,6 +397,40 @@ func TestConsoleOIDCCodeFlowInBrowser(t *testing.T) {
 		chromedp.WaitVisible(xpath(`//h1[contains(., "Sign in to Warden")]`)),
 	)
 	require.Empty(t, problems(), "script errors or CSP violations in the browser")
+}
+
+// opIDToken signs email in at the provider outside Warden (code flow with
+// PKCE, as a client of its own) and returns the ID token it issued to client
+// "warden".
+func opIDToken(t *testing.T, issuer, redirect, email, password string) string {
+	t.Helper()
+	ctx := context.Background()
+	party, err := rp.NewRelyingPartyOIDC(ctx, issuer, "warden", "secret", redirect, []string{"openid", "email", "profile"})
+	require.NoError(t, err)
+	verifier := oauth2.GenerateVerifier()
+	authURL := party.OAuthConfig().AuthCodeURL("state-1", oauth2.S256ChallengeOption(verifier))
+	jar, _ := cookiejar.New(nil)
+	client := &http.Client{Jar: jar, CheckRedirect: func(req *http.Request, _ []*http.Request) error {
+		if strings.HasPrefix(req.URL.String(), redirect) {
+			return http.ErrUseLastResponse
+		}
+		return nil
+	}}
+	page, err := client.Get(authURL)
+	require.NoError(t, err)
+	_ = page.Body.Close()
+	id := page.Request.URL.Query().Get("authRequestID")
+	require.NotEmpty(t, id, "the provider should show its login form, got %s", page.Request.URL)
+	res, err := client.PostForm(issuer+"/login/username", url.Values{"id": {id}, "username": {email}, "password": {password}})
+	require.NoError(t, err)
+	_ = res.Body.Close()
+	cb, err := url.Parse(res.Header.Get("Location"))
+	require.NoError(t, err)
+	tok, err := party.OAuthConfig().Exchange(ctx, cb.Query().Get("code"), oauth2.VerifierOption(verifier))
+	require.NoError(t, err)
+	raw, _ := tok.Extra("id_token").(string)
+	require.NotEmpty(t, raw)
+	return raw
 }
 
 // opUsers is the provider's user directory.
