@@ -108,7 +108,7 @@ func domainOf(ns string) string {
 	return ns
 }
 
-// handleAPIKeyCreate mints a key. See CreateAPIKey for the rules.
+// handleAPIKeyCreate mints a key. See createAPIKey for the rules.
 func (s *Server) handleAPIKeyCreate(c *fiber.Ctx) error {
 	a := auditOf(c)
 	a.verb, a.resource = authz.VerbCreate, "APIKey"
@@ -122,7 +122,7 @@ func (s *Server) handleAPIKeyCreate(c *fiber.Ctx) error {
 	if req.Name != "" {
 		a.resource = "APIKey/" + req.Name
 	}
-	secret, key, err := s.CreateAPIKey(c.UserContext(), principal(c), req)
+	secret, key, err := s.createAPIKey(c.UserContext(), principal(c), req)
 	if err != nil {
 		return err
 	}
@@ -132,7 +132,7 @@ func (s *Server) handleAPIKeyCreate(c *fiber.Ctx) error {
 	return c.Status(http.StatusCreated).JSON(v)
 }
 
-// CreateAPIKey mints an API key for p and returns its secret (shown once)
+// createAPIKey mints an API key for p and returns its secret (shown once)
 // and the stored key. Rules: the name is a DNS-1123 label unique in the
 // tenant (revoked keys keep their names); the namespace exists or is "*"
 // (tenant-wide); p needs create on apikeys there; the role is one of
@@ -140,7 +140,7 @@ func (s *Server) handleAPIKeyCreate(c *fiber.Ctx) error {
 // that namespace (so nobody mints above their own role); an agent-bound
 // key (agent set) names an existing agent of a single namespace and gets
 // role "agent". Refusals are *apierr.Error.
-func (s *Server) CreateAPIKey(ctx context.Context, p auth.Principal, req apiKeyRequest) (string, store.APIKey, error) {
+func (s *Server) createAPIKey(ctx context.Context, p auth.Principal, req apiKeyRequest) (string, store.APIKey, error) {
 	var problems []string
 	if !resource.IsDNS1123Label(req.Name) {
 		problems = append(problems, fmt.Sprintf("name %q must be a DNS-1123 label (lower-case letters, digits and '-', at most 63)", req.Name))
