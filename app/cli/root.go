@@ -60,6 +60,7 @@ current context of $WARDEN_HOME/config.yaml (written by 'warden up').`,
 		newDescribeCmd(a),
 		newDeleteCmd(a),
 		newAuditCmd(a),
+		newSecretsCmd(a),
 		newTokenCmd(a),
 		newAPIKeysCmd(a),
 	)
