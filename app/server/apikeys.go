@@ -335,34 +335,10 @@ func (s *Server) handleAPIKeyRevoke(c *fiber.Ctx) error {
 	a.verb, a.resource = "revoke", "APIKey"
 	p := principal(c)
 	id := c.Params("id")
-	var key *store.APIKey
-	err := s.store.Update(c.UserContext(), p.Tenant, func(ctx context.Context, tx store.Tx) error {
-		keys, err := tx.APIKeyList(ctx)
-		if err != nil {
-			return err
-		}
-		for i := range keys {
-			if keys[i].ID == id {
-				key = &keys[i]
-				break
-			}
-		}
-		if key == nil {
-			return store.ErrNotFound
-		}
+	key, err := s.revokeAPIKey(c.UserContext(), p, id)
+	if key != nil {
 		a.namespace, a.resource = key.Namespace, "APIKey/"+key.Name
-		if err := s.checkPrincipal(ctx, p, auth.VerbDelete, domainOf(key.Namespace), authz.ObjAPIKeys); err != nil {
-			return err
-		}
-		if key.RevokedAt == nil {
-			t := s.now().UTC().Truncate(time.Microsecond)
-			if err := tx.APIKeyRevoke(ctx, id, t); err != nil {
-				return err
-			}
-			key.RevokedAt = &t
-		}
-		return nil
-	})
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		// Unknown ids answer 404 only to callers who may revoke keys
 		// somewhere, so ids cannot be probed without that right.
@@ -381,8 +357,45 @@ func (s *Server) handleAPIKeyRevoke(c *fiber.Ctx) error {
 		}
 		return storeError(err)
 	}
-	s.keyUse.forget(p.Tenant, key.Name)
 	return c.JSON(viewOf(*key))
+}
+
+// revokeAPIKey revokes key id for p if p may delete keys in its namespace;
+// revoking a revoked key keeps the first time. It returns the key once it
+// is found (also when p is refused, so callers can audit what was touched)
+// and store.ErrNotFound for an unknown id. The API and the console share it.
+func (s *Server) revokeAPIKey(ctx context.Context, p auth.Principal, id string) (*store.APIKey, error) {
+	var key *store.APIKey
+	err := s.store.Update(ctx, p.Tenant, func(ctx context.Context, tx store.Tx) error {
+		keys, err := tx.APIKeyList(ctx)
+		if err != nil {
+			return err
+		}
+		for i := range keys {
+			if keys[i].ID == id {
+				key = &keys[i]
+				break
+			}
+		}
+		if key == nil {
+			return store.ErrNotFound
+		}
+		if err := s.checkPrincipal(ctx, p, auth.VerbDelete, domainOf(key.Namespace), authz.ObjAPIKeys); err != nil {
+			return err
+		}
+		if key.RevokedAt == nil {
+			t := s.now().UTC().Truncate(time.Microsecond)
+			if err := tx.APIKeyRevoke(ctx, id, t); err != nil {
+				return err
+			}
+			key.RevokedAt = &t
+		}
+		return nil
+	})
+	if err == nil {
+		s.keyUse.forget(p.Tenant, key.Name)
+	}
+	return key, err
 }
 
 // keyUse throttles lastUsedAt writes: at most one per key per

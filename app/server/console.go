@@ -2,8 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -219,24 +217,6 @@ func (s *Server) auditConsole(c *fiber.Ctx, p auth.Principal, signedIn bool, act
 	}
 }
 
-// consoleAuthorize asks the Authorizer and turns a refusal into 403 Forbidden.
-func (s *Server) consoleAuthorize(ctx context.Context, p auth.Principal, verb, namespace, object string) error {
-	err := s.authz.Authorize(ctx, p, verb, namespace, object)
-	if errors.Is(err, auth.ErrForbidden) {
-		return forbidden(err)
-	}
-	return err
-}
-
-// consoleScope maps a credential namespace onto the Authorizer's: "*" is the
-// tenant scope "".
-func consoleScope(ns string) string {
-	if ns == auth.AllNamespaces {
-		return ""
-	}
-	return ns
-}
-
 // consoleMembers serves the members screen over tenants.Service.
 type consoleMembers struct {
 	s   *Server
@@ -244,7 +224,7 @@ type consoleMembers struct {
 }
 
 func (a consoleMembers) Members(ctx context.Context, p auth.Principal) ([]members.Member, error) {
-	if err := a.s.consoleAuthorize(ctx, p, auth.VerbList, "", authz.ObjMembers); err != nil {
+	if err := a.s.checkPrincipal(ctx, p, auth.VerbList, "", authz.ObjMembers); err != nil {
 		return nil, err
 	}
 	ms, err := a.svc.Members(ctx, p)
@@ -285,7 +265,7 @@ func (a consoleMembers) Members(ctx context.Context, p auth.Principal) ([]member
 // default) binds in namespace "default", because tenant-wide authority is
 // ownership, not a binding.
 func (a consoleMembers) Invite(ctx context.Context, p auth.Principal, inv members.Invitation) error {
-	ns := consoleScope(inv.Namespace)
+	ns := domainOf(inv.Namespace)
 	if ns == "" {
 		ns = tenants.DefaultNamespace
 	}
@@ -295,7 +275,7 @@ func (a consoleMembers) Invite(ctx context.Context, p auth.Principal, inv member
 }
 
 func (a consoleMembers) invite(ctx context.Context, p auth.Principal, inv members.Invitation, ns string) error {
-	if err := a.s.consoleAuthorize(ctx, p, authz.VerbCreate, ns, authz.ObjMembers); err != nil {
+	if err := a.s.checkPrincipal(ctx, p, authz.VerbCreate, ns, authz.ObjMembers); err != nil {
 		return err
 	}
 	if inv.Role == auth.RoleOwner {
@@ -307,7 +287,7 @@ func (a consoleMembers) invite(ctx context.Context, p auth.Principal, inv member
 }
 
 func (a consoleMembers) Remove(ctx context.Context, p auth.Principal, email string) error {
-	err := a.s.consoleAuthorize(ctx, p, auth.VerbDelete, "", authz.ObjMembers)
+	err := a.s.checkPrincipal(ctx, p, auth.VerbDelete, "", authz.ObjMembers)
 	if err == nil {
 		err = a.svc.RemoveMember(ctx, p, email)
 		a.s.authz.Invalidate(p.Tenant)
@@ -365,7 +345,7 @@ func (a consoleNamespaces) Namespaces(ctx context.Context, p auth.Principal) ([]
 }
 
 func (a consoleNamespaces) CreateNamespace(ctx context.Context, p auth.Principal, name string) error {
-	err := a.s.consoleAuthorize(ctx, p, auth.VerbApply, "", "namespaces")
+	err := a.s.checkPrincipal(ctx, p, auth.VerbApply, "", "namespaces")
 	if err == nil {
 		_, err = a.svc.CreateNamespace(ctx, p, name, "")
 	}
@@ -390,112 +370,40 @@ func (a consoleAPIKeys) APIKeys(ctx context.Context, p auth.Principal) ([]store.
 	}
 	out := keys[:0]
 	for _, k := range keys {
-		if a.s.authz.Authorize(ctx, p, auth.VerbList, consoleScope(k.Namespace), authz.ObjAPIKeys) == nil {
+		if a.s.authz.Authorize(ctx, p, auth.VerbList, domainOf(k.Namespace), authz.ObjAPIKeys) == nil {
 			out = append(out, k)
 		}
 	}
 	return out, nil
 }
 
-// consoleKeyRoles are the roles an API key may carry.
-var consoleKeyRoles = map[string]bool{auth.RoleViewer: true, auth.RoleEditor: true, auth.RoleApprover: true, auth.RoleAdmin: true}
-
 func (a consoleAPIKeys) CreateAPIKey(ctx context.Context, p auth.Principal, req apikeys.Request) (string, store.APIKey, error) {
-	secret, key, err := a.create(ctx, p, req)
-	noteConsole(ctx, "create", consoleScope(req.Namespace), "apikeys/"+req.Name, err)
-	return secret, key, err
-}
-
-func (a consoleAPIKeys) create(ctx context.Context, p auth.Principal, req apikeys.Request) (string, store.APIKey, error) {
-	if !resource.IsDNS1123Label(req.Name) {
-		return "", store.APIKey{}, badRequest("key name %q is not a DNS-1123 label (lower-case letters, digits and '-', at most 63 characters)", req.Name)
-	}
-	if !consoleKeyRoles[req.Role] {
-		return "", store.APIKey{}, badRequest("role %q is not one of viewer, editor, approver, admin", req.Role)
-	}
 	if req.Namespace == "" {
 		req.Namespace = auth.AllNamespaces
 	}
-	if req.Namespace != auth.AllNamespaces && !resource.IsDNS1123Label(req.Namespace) {
-		return "", store.APIKey{}, badRequest("namespace %q is not a namespace name or *", req.Namespace)
-	}
-	scope := consoleScope(req.Namespace)
-	if err := a.s.consoleAuthorize(ctx, p, authz.VerbCreate, scope, authz.ObjAPIKeys); err != nil {
-		return "", store.APIKey{}, err
-	}
-	// Not above the creator: the creator must hold every permission of
-	// the key's role where the key applies.
-	for _, perm := range authz.Permissions(req.Role) {
-		if err := a.s.authz.Authorize(ctx, p, perm.Verb, scope, perm.Object); err != nil {
-			if errors.Is(err, auth.ErrForbidden) {
-				return "", store.APIKey{}, apierr.New(apierr.CodeForbidden, "a key with role %s may %s %s, which you may not: choose a lower role", req.Role, perm.Verb, perm.Object)
-			}
-			return "", store.APIKey{}, err
-		}
-	}
-	secret, hash, err := auth.NewAPIKeySecret()
-	if err != nil {
-		return "", store.APIKey{}, err
-	}
-	id := make([]byte, 8)
-	if _, err := rand.Read(id); err != nil {
-		return "", store.APIKey{}, fmt.Errorf("generate key id: %w", err)
-	}
-	k := store.APIKey{ID: "k" + hex.EncodeToString(id), Tenant: p.Tenant, Name: req.Name, SecretHash: hash,
-		Namespace: req.Namespace, Role: req.Role, CreatedAt: a.s.now().UTC()}
-	err = a.s.store.Update(ctx, p.Tenant, func(ctx context.Context, tx store.Tx) error {
-		if scope != "" {
-			if _, err := tx.ResourceGet(ctx, resource.Key{Kind: resource.KindNamespace, Name: scope}); err != nil {
-				if errors.Is(err, store.ErrNotFound) {
-					return apierr.New(apierr.CodeNotFound, "namespace %q does not exist", scope)
-				}
-				return err
-			}
-		}
-		return tx.APIKeyInsert(ctx, k)
-	})
-	if errors.Is(err, store.ErrAlreadyExists) {
-		return "", store.APIKey{}, apierr.New(apierr.CodeConflict, "an API key named %q exists (revoked keys keep their names): choose another name", req.Name)
-	}
-	if err != nil {
-		return "", store.APIKey{}, storeError(err)
-	}
-	return secret, k, nil
+	secret, key, err := a.s.createAPIKey(ctx, p, apiKeyRequest{Name: req.Name, Namespace: req.Namespace, Role: req.Role})
+	noteConsole(ctx, "create", domainOf(req.Namespace), "apikeys/"+req.Name, err)
+	return secret, key, err
 }
 
 func (a consoleAPIKeys) RevokeAPIKey(ctx context.Context, p auth.Principal, id string) error {
-	name, ns, err := a.revoke(ctx, p, id)
+	name, ns := id, ""
+	key, err := a.s.revokeAPIKey(ctx, p, id)
+	if key != nil {
+		name, ns = key.Name, domainOf(key.Namespace)
+	}
+	if errors.Is(err, store.ErrNotFound) {
+		err = notFound("API key %q not found", id)
+	}
 	noteConsole(ctx, "delete", ns, "apikeys/"+name, err)
 	return err
-}
-
-func (a consoleAPIKeys) revoke(ctx context.Context, p auth.Principal, id string) (name, ns string, err error) {
-	name = id
-	err = a.s.store.Update(ctx, p.Tenant, func(ctx context.Context, tx store.Tx) error {
-		keys, err := tx.APIKeyList(ctx)
-		if err != nil {
-			return err
-		}
-		for _, k := range keys {
-			if k.ID != id {
-				continue
-			}
-			name, ns = k.Name, consoleScope(k.Namespace)
-			if err := a.s.consoleAuthorize(ctx, p, auth.VerbDelete, ns, authz.ObjAPIKeys); err != nil {
-				return err
-			}
-			return tx.APIKeyRevoke(ctx, id, a.s.now().UTC())
-		}
-		return apierr.New(apierr.CodeNotFound, "API key %q not found", id)
-	})
-	return name, ns, storeError(err)
 }
 
 // consoleAudit reads the audit log for tenant-wide admins and owners.
 type consoleAudit struct{ s *Server }
 
 func (a consoleAudit) Audit(ctx context.Context, p auth.Principal, q store.AuditListParams) ([]audit.Record, error) {
-	if err := a.s.consoleAuthorize(ctx, p, auth.VerbList, "", authz.ObjAudit); err != nil {
+	if err := a.s.checkPrincipal(ctx, p, auth.VerbList, "", authz.ObjAudit); err != nil {
 		return nil, err
 	}
 	var recs []audit.Record

@@ -3,8 +3,6 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -60,16 +58,10 @@ func (s *Server) authorize(c *fiber.Ctx, verb string, t target) error {
 	return s.check(c, verb, t.ns, t.info.Plural)
 }
 
-// check asks the Authorizer; a refusal is 403, a failure to decide is 500.
+// check asks the Authorizer about the request's principal; a refusal is
+// 403, a failure to decide is 500.
 func (s *Server) check(c *fiber.Ctx, verb, ns, object string) error {
-	err := s.authz.Authorize(c.UserContext(), principal(c), verb, ns, object)
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, auth.ErrForbidden):
-		return forbidden(err)
-	}
-	return fmt.Errorf("authorize %s %s: %w", verb, object, err)
+	return s.checkPrincipal(c.UserContext(), principal(c), verb, ns, object)
 }
 
 // present prepares an object for a response: secret values never leave.
