@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/warden-dev/warden/app/adapter"
@@ -134,7 +133,7 @@ func (p *Pipeline) run(ctx context.Context, pr auth.Principal, docs []*resource.
 		for i, doc := range docs {
 			stored, action, err := p.write(ctx, tx, pr.Tenant, doc)
 			if err != nil {
-				return fmt.Errorf("document %d (%s %s): %w", i, doc.Kind, doc.Metadata.Name, err)
+				return &documentError{index: i, kind: doc.Kind, name: doc.Metadata.Name, err: err}
 			}
 			applied[i] = stored
 			res.Items[i] = ItemResult{
@@ -375,13 +374,18 @@ func mapStoreError(err error) error {
 	if e, ok := apierr.As(err); ok {
 		return e
 	}
+	where := "apply"
+	var de *documentError
+	if errors.As(err, &de) {
+		where = de.where()
+	}
 	switch {
 	case errors.Is(err, store.ErrConflict):
-		return apierr.New(apierr.CodeConflict, "%s: the object was modified since the resourceVersion you sent; read it again and retry", leadingContext(err))
+		return apierr.New(apierr.CodeConflict, "%s: the object was modified since the resourceVersion you sent; read it again and retry", where)
 	case errors.Is(err, store.ErrNotFound):
-		return apierr.New(apierr.CodeNotFound, "%s: not found", leadingContext(err))
+		return apierr.New(apierr.CodeNotFound, "%s: not found", where)
 	case errors.Is(err, store.ErrAlreadyExists):
-		return apierr.New(apierr.CodeConflict, "%s: already exists", leadingContext(err))
+		return apierr.New(apierr.CodeConflict, "%s: already exists", where)
 	}
 	return err
 }
@@ -417,12 +421,17 @@ func checkNamespaces(ctx context.Context, tx store.Tx, applied []*resource.Objec
 	return diags, nil
 }
 
-// leadingContext keeps the part of a wrapped error this package wrote
-// ("document 3 (Tool a.b)") and drops driver detail.
-func leadingContext(err error) string {
-	msg := err.Error()
-	if i := strings.Index(msg, "):"); i >= 0 {
-		return msg[:i+1]
-	}
-	return "apply"
+// documentError is a store failure while writing one document of a body. Its
+// where() names the document without the driver's detail, for API errors.
+type documentError struct {
+	index      int
+	kind, name string
+	err        error
 }
+
+func (e *documentError) where() string {
+	return fmt.Sprintf("document %d (%s %s)", e.index, e.kind, e.name)
+}
+
+func (e *documentError) Error() string { return e.where() + ": " + e.err.Error() }
+func (e *documentError) Unwrap() error { return e.err }

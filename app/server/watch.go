@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -123,19 +124,8 @@ func (s *Server) streamWatch(ctx context.Context, cancel context.CancelFunc, w *
 	}
 }
 
+// parseVersion reads a resourceVersion: a non-negative decimal integer.
 func parseVersion(s string) (int64, error) {
-	var n int64
-	if s == "" {
-		return 0, errors.New("empty")
-	}
-	for _, r := range s {
-		if r < '0' || r > '9' {
-			return 0, errors.New("not a number")
-		}
-		n = n*10 + int64(r-'0')
-		if n < 0 {
-			return 0, errors.New("overflow")
-		}
-	}
-	return n, nil
+	n, err := strconv.ParseUint(s, 10, 63)
+	return int64(n), err
 }
