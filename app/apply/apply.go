@@ -59,6 +59,7 @@ func (roleRank) Authorize(_ context.Context, p auth.Principal, verb, namespace, 
 type Pipeline struct {
 	authz    Authorizer
 	keyring  *secret.Keyring
+	policies *policy.Engine
 	store    store.Store
 	compiler *compile.Compiler
 	adapters *adapter.Registry
@@ -81,6 +82,10 @@ type Deps struct {
 	// Keyring seals Secret values before they are stored. Without one the
 	// pipeline refuses Secrets rather than store them in the clear.
 	Keyring *secret.Keyring
+	// Policies checks the CEL of applied Policy documents; pass the
+	// compiler's engine so programs are compiled once. nil means a private
+	// engine.
+	Policies *policy.Engine
 }
 
 // New returns a pipeline.
@@ -97,7 +102,10 @@ func New(d Deps) *Pipeline {
 	if d.Authorizer == nil {
 		d.Authorizer = roleRank{}
 	}
-	return &Pipeline{authz: d.Authorizer, keyring: d.Keyring, store: d.Store, compiler: d.Compiler, adapters: d.Adapters, bus: d.Bus, log: d.Logger, now: d.Now}
+	if d.Policies == nil {
+		d.Policies = policy.NewEngine()
+	}
+	return &Pipeline{authz: d.Authorizer, keyring: d.Keyring, policies: d.Policies, store: d.Store, compiler: d.Compiler, adapters: d.Adapters, bus: d.Bus, log: d.Logger, now: d.Now}
 }
 
 // Apply admits, stores, reconciles and compiles docs for principal p, all or
@@ -237,7 +245,7 @@ func (p *Pipeline) admit(ctx context.Context, pr auth.Principal, docs []*resourc
 			add("metadata.namespace", resource.ErrCodeForbidden, err.Error())
 		}
 		if doc.Kind == resource.KindPolicy {
-			for _, fe := range policy.CheckPolicy(doc) {
+			for _, fe := range p.policies.Check(doc) {
 				add(fe.Path, fe.Code, fe.Message)
 			}
 		}

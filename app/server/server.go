@@ -206,7 +206,8 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("workload token exchange: %w", err)
 	}
 	bus := events.NewBus()
-	compiler := compile.New(cfg.Compile, policy.NewEngine())
+	policies := policy.NewEngine()
+	compiler := compile.New(cfg.Compile, policies)
 	base, cancel := context.WithCancel(context.Background())
 	az := authz.New(cfg.Store, cfg.Now)
 	s := &Server{
@@ -220,7 +221,7 @@ func New(cfg Config) (*Server, error) {
 		exchange: exchange,
 		pipeline: apply.New(apply.Deps{
 			Store: cfg.Store, Compiler: compiler, Adapters: cfg.Adapters, Bus: bus, Logger: cfg.Logger, Now: cfg.Now,
-			Authorizer: az, Keyring: cfg.Keyring,
+			Authorizer: az, Keyring: cfg.Keyring, Policies: policies,
 		}),
 		hub:    watch.NewHub(cfg.Store, cfg.Logger),
 		bus:    bus,
