@@ -91,3 +91,14 @@ func LookupPath(segment string) (KindInfo, bool) {
 	}
 	return KindInfo{}, false
 }
+
+// IsRecordKind reports whether kind is a runtime record written by the
+// system as it works (ToolCall, Approval, Execution, Conversation) rather
+// than configuration that users apply. Configuration caches ignore records.
+func IsRecordKind(kind string) bool {
+	switch kind {
+	case KindToolCall, KindApproval, KindExecution, KindConversation:
+		return true
+	}
+	return false
+}

@@ -383,6 +383,22 @@ type PolicySpec struct {
 	Limits []PolicyLimit `json:"limits,omitempty"`
 	// Approval configures approvals.
 	Approval *PolicyApproval `json:"approval,omitempty"`
+	// Guardians are external Guardian Agents called over AOS.
+	Guardians []PolicyGuardian `json:"guardians,omitempty"`
+}
+
+// PolicyGuardian is an external Guardian Agent, called over the AOS
+// JSON-RPC contract at the hooks it names.
+type PolicyGuardian struct {
+	// URL is the guardian's AOS endpoint.
+	URL string `json:"url"`
+	// Hooks are toolCallRequest and/or toolCallResult; default
+	// [toolCallRequest].
+	Hooks []string `json:"hooks,omitempty"`
+	// Timeout is a Go duration; default "2s".
+	Timeout string `json:"timeout,omitempty"`
+	// FailOpen allows the call when the guardian fails; default deny.
+	FailOpen bool `json:"failOpen,omitempty"`
 }
 
 // PolicySelector chooses the namespaces, environments and agents a Policy

@@ -484,6 +484,13 @@ func validatePolicy(s map[string]any, add addFunc) {
 			}
 		}
 	}
+	if guardians, ok := s["guardians"].([]any); ok {
+		for i, g := range guardians {
+			if gm, ok := g.(map[string]any); ok {
+				checkDuration(gm, "timeout", fmt.Sprintf("spec.guardians[%d].timeout", i), add)
+			}
+		}
+	}
 	if sel, ok := s["selector"].(map[string]any); ok {
 		for _, f := range []string{"namespaces", "environments", "agents"} {
 			checkNameList(sel, f, "spec.selector."+f, add)
