@@ -172,6 +172,7 @@ func (e *Engine) compile(o *resource.Object) *compiledPolicy {
 	if spec.Selector != nil {
 		cp.selector = *spec.Selector
 	}
+	cp.settings = parseSettings(&spec)
 	for i, r := range spec.Rules {
 		cr := &compiledRule{name: r.Name, action: r.Action, message: r.Message}
 		if cr.name == "" {
@@ -214,12 +215,15 @@ func (e *Engine) compile(o *resource.Object) *compiledPolicy {
 			}
 			slices.Sort(keys)
 			for _, k := range keys {
-				if _, _, msg := e.program(r.Modify.Set[k], hooks, false); msg != "" {
+				prg, _, msg := e.program(r.Modify.Set[k], hooks, false)
+				if msg != "" {
 					cp.errs = append(cp.errs, resource.FieldError{
 						Path: fmt.Sprintf("spec.rules[%d].modify.set[%s]", i, strconv.Quote(k)), Code: resource.ErrCodeInvalid, Message: msg,
 					})
 				}
+				cr.set = append(cr.set, setOp{path: k, prg: prg, broken: msg})
 			}
+			cr.remove = slices.Clone(r.Modify.Remove)
 		}
 		cp.rules = append(cp.rules, cr)
 	}

@@ -93,6 +93,9 @@ type compiledPolicy struct {
 	selector        resource.PolicySelector
 	rules           []*compiledRule
 	errs            resource.FieldErrors
+	// settings are the policy's idempotency, limits, approval and
+	// guardian configuration, parsed once.
+	settings policySettings
 }
 
 type compiledRule struct {
@@ -103,6 +106,17 @@ type compiledRule struct {
 	prg     cel.Program
 	vars    []string
 	// broken says why the rule has no program; it then always denies.
+	broken string
+	// set and remove are the rule's modify operations, set in path order.
+	set    []setOp
+	remove []string
+}
+
+// setOp sets one input path to the value of a CEL expression.
+type setOp struct {
+	path string
+	prg  cel.Program
+	// broken says why the expression has no program.
 	broken string
 }
 

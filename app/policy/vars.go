@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/types"
@@ -34,6 +35,9 @@ const (
 	VarInput       = "input"
 	VarOutput      = "output"
 	VarModel       = "model"
+	// VarNow is the time of the evaluation, a CEL timestamp, so that rules
+	// can say "not outside office hours" (now.getHours("Europe/Paris")).
+	VarNow = "now"
 )
 
 // hookVars lists the variables a rule may reference at each hook. A rule
@@ -44,11 +48,11 @@ func hookVars(hook string) []string {
 	case resource.HookPreflight:
 		return []string{VarHook, VarKind, VarObject, VarNamespace, VarEnvironment, VarAgent, VarModels, VarTools}
 	case resource.HookToolCallRequest:
-		return []string{VarHook, VarNamespace, VarEnvironment, VarAgent, VarTool, VarInput}
+		return []string{VarHook, VarNamespace, VarEnvironment, VarAgent, VarTool, VarInput, VarNow}
 	case resource.HookToolCallResult:
-		return []string{VarHook, VarNamespace, VarEnvironment, VarAgent, VarTool, VarInput, VarOutput}
+		return []string{VarHook, VarNamespace, VarEnvironment, VarAgent, VarTool, VarInput, VarOutput, VarNow}
 	case resource.HookModelCall:
-		return []string{VarHook, VarNamespace, VarEnvironment, VarAgent, VarModel, VarInput}
+		return []string{VarHook, VarNamespace, VarEnvironment, VarAgent, VarModel, VarInput, VarNow}
 	}
 	return nil
 }
@@ -78,6 +82,7 @@ func newEnv() (*cel.Env, error) {
 		cel.Variable(VarInput, cel.MapType(cel.StringType, cel.DynType)),
 		cel.Variable(VarOutput, cel.DynType),
 		cel.Variable(VarModel, cel.StringType),
+		cel.Variable(VarNow, cel.TimestampType),
 		// JSON numbers arrive as doubles; let `input.amount > 100` compare
 		// a double with an int literal as a person expects.
 		cel.CrossTypeNumericComparisons(true),
@@ -169,6 +174,9 @@ type Input struct {
 	Output any
 	// Model is the route id of the model called (modelCall).
 	Model string
+	// Now is the time of the evaluation (runtime hooks); zero means the
+	// time the variable is first read.
+	Now time.Time
 }
 
 // activation resolves variables lazily and converts each to a CEL value
@@ -214,7 +222,7 @@ func refMap(m map[string]any) ref.Val {
 }
 
 // numVars is the number of declared variables.
-const numVars = 12
+const numVars = 13
 
 func varIndex(name string) int {
 	switch name {
@@ -242,6 +250,8 @@ func varIndex(name string) int {
 		return 10
 	case VarModel:
 		return 11
+	case VarNow:
+		return 12
 	}
 	return -1
 }
@@ -286,6 +296,11 @@ func (a *activation) native(name string) any {
 		return in.Output
 	case VarModel:
 		return in.Model
+	case VarNow:
+		if in.Now.IsZero() {
+			return time.Now().UTC()
+		}
+		return in.Now.UTC()
 	}
 	return nil
 }
