@@ -187,7 +187,7 @@ func (e *Engine) compile(o *resource.Object) *compiledPolicy {
 			if bit == 0 {
 				cp.errs = append(cp.errs, resource.FieldError{
 					Path: fmt.Sprintf("spec.rules[%d].hooks[%d]", i, j), Code: resource.ErrCodeNotSupported,
-					Message: fmt.Sprintf("unknown hook %q; expected one of preflight, toolCallRequest, toolCallResult, modelCall", h),
+					Message: fmt.Sprintf("unknown hook %q; expected one of preflight, toolCallRequest, toolCallResult, modelCall, step", h),
 				})
 				continue
 			}

@@ -68,8 +68,9 @@ const (
 	bitToolCallRequest
 	bitToolCallResult
 	bitModelCall
+	bitStep
 
-	allHooks = bitPreflight | bitToolCallRequest | bitToolCallResult | bitModelCall
+	allHooks = bitPreflight | bitToolCallRequest | bitToolCallResult | bitModelCall | bitStep
 )
 
 func hookBit(h string) uint8 {
@@ -80,6 +81,8 @@ func hookBit(h string) uint8 {
 		return bitToolCallRequest
 	case resource.HookToolCallResult:
 		return bitToolCallResult
+	case resource.HookStep:
+		return bitStep
 	case resource.HookModelCall:
 		return bitModelCall
 	}

@@ -53,13 +53,15 @@ func hookVars(hook string) []string {
 		return []string{VarHook, VarNamespace, VarEnvironment, VarAgent, VarTool, VarInput, VarOutput, VarNow}
 	case resource.HookModelCall:
 		return []string{VarHook, VarNamespace, VarEnvironment, VarAgent, VarModel, VarInput, VarNow}
+	case resource.HookStep:
+		return []string{VarHook, VarNamespace, VarEnvironment, VarAgent, VarInput, VarNow}
 	}
 	return nil
 }
 
 // Hooks returns every hook a rule can name, in a stable order.
 func Hooks() []string {
-	return []string{resource.HookPreflight, resource.HookToolCallRequest, resource.HookToolCallResult, resource.HookModelCall}
+	return []string{resource.HookPreflight, resource.HookToolCallRequest, resource.HookToolCallResult, resource.HookModelCall, resource.HookStep}
 }
 
 // Bounds on a rule's expression.

@@ -135,3 +135,19 @@ func copyValue(v any) any {
 		return v
 	}
 }
+
+// DecodeStatus converts the status of o into T.
+func DecodeStatus[T any](o *Object) (T, error) {
+	var out T
+	if o.Status == nil {
+		return out, nil
+	}
+	b, err := json.Marshal(o.Status)
+	if err != nil {
+		return out, fmt.Errorf("encode %s status: %w", o.Kind, err)
+	}
+	if err := json.Unmarshal(b, &out); err != nil {
+		return out, fmt.Errorf("decode %s status: %w", o.Kind, err)
+	}
+	return out, nil
+}

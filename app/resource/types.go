@@ -71,6 +71,9 @@ const (
 	HookToolCallRequest = "toolCallRequest"
 	HookToolCallResult  = "toolCallResult"
 	HookModelCall       = "modelCall"
+	// HookStep is every other AOS step an agent reports (steps/message,
+	// protocols/MCP, A2A methods …); rules see input {method, params}.
+	HookStep = "step"
 )
 
 // Policy rule actions.
