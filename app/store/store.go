@@ -32,6 +32,11 @@ type Store interface {
 	// appended to a tenant's change log, on this process or (for shared
 	// backends) on any replica. The returned function stops the calls.
 	Listen(fn func(tenant string)) (stop func())
+	// ListenConfig is Listen restricted to commits that wrote a
+	// configuration resource, i.e. any kind but the runtime records
+	// (resource.IsRecordKind): caches of tools, agents and policies use it
+	// so that the gateway's own ToolCall writes do not invalidate them.
+	ListenConfig(fn func(tenant string)) (stop func())
 
 	// APIKeyLookup finds an API key by the SHA-256 hex of its secret, across
 	// tenants. It is the only cross-tenant read and returns ErrNotFound for
@@ -65,6 +70,8 @@ type Reader interface {
 	AuditHead(ctx context.Context) (int64, error)
 	// MemberReader reads the tenant's members and API keys.
 	MemberReader
+	// GatewayReader reads the tool gateway's usage counters.
+	GatewayReader
 }
 
 // Tx is a read-write transaction bound to one tenant.
@@ -97,6 +104,8 @@ type Tx interface {
 	APIKeyInsert(ctx context.Context, key APIKey) error
 	// MemberTx manages the tenant's members and revokes its API keys.
 	MemberTx
+	// GatewayTx holds idempotency claims and usage counters.
+	GatewayTx
 }
 
 // ListParams selects one page of a list.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -19,8 +20,42 @@ import (
 const AppRole = "warden_app"
 
 // notifyChannel is the LISTEN/NOTIFY channel of change-log commits; the
-// payload is the tenant id.
+// payload names the tenant and whether the commit wrote configuration (see
+// notifyPayload).
 const notifyChannel = "warden_changes"
+
+// Prefixes of notifyChannel payloads. Tenant ids in practice are DNS-1123
+// labels, which never contain ':'.
+const (
+	payloadConfig = "c:"
+	payloadRecord = "r:"
+)
+
+// notifyPayload is the notification of a commit of tenant: the bare tenant
+// id when the commit wrote runtime records only, which is what every
+// commit sent before ListenConfig existed, so replicas of either version
+// read it alike; "c:<tenant>" when it wrote configuration. A tenant id
+// containing ':' is sent as "r:<tenant>" when bare would be ambiguous.
+func notifyPayload(tenant string, config bool) string {
+	switch {
+	case config:
+		return payloadConfig + tenant
+	case strings.Contains(tenant, ":"):
+		return payloadRecord + tenant
+	}
+	return tenant
+}
+
+// parseNotifyPayload inverts notifyPayload.
+func parseNotifyPayload(payload string) (tenant string, config bool) {
+	if t, ok := strings.CutPrefix(payload, payloadConfig); ok {
+		return t, true
+	}
+	if t, ok := strings.CutPrefix(payload, payloadRecord); ok {
+		return t, false
+	}
+	return payload, false
+}
 
 // Options configures Open.
 type Options struct {
@@ -77,8 +112,10 @@ type Store struct {
 	appURL   string
 	key      []byte
 	notifier *store.Notifier
-	now      func() time.Time
-	log      *slog.Logger
+	// configNotifier signals commits that wrote configuration kinds.
+	configNotifier *store.Notifier
+	now            func() time.Time
+	log            *slog.Logger
 
 	stopListener  context.CancelFunc
 	listenerDone  chan struct{}
@@ -114,13 +151,14 @@ func Open(ctx context.Context, ownerURL string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("postgres: connect as app role: %w", err)
 	}
 	s := &Store{
-		pool:          pool,
-		appURL:        appURL,
-		notifier:      store.NewNotifier(),
-		now:           opts.Now,
-		log:           opts.Logger,
-		listenerDone:  make(chan struct{}),
-		listenerReady: make(chan struct{}),
+		pool:           pool,
+		appURL:         appURL,
+		notifier:       store.NewNotifier(),
+		configNotifier: store.NewNotifier(),
+		now:            opts.Now,
+		log:            opts.Logger,
+		listenerDone:   make(chan struct{}),
+		listenerReady:  make(chan struct{}),
 	}
 	// warden_meta is readable by the app role: the key is not tenant data.
 	if err := pool.QueryRow(ctx, `SELECT value FROM warden_meta WHERE key = $1`, metaContinueKey).Scan(&s.key); err != nil {
@@ -138,6 +176,7 @@ func (s *Store) Close() error {
 	s.stopListener()
 	<-s.listenerDone
 	s.notifier.Close()
+	s.configNotifier.Close()
 	s.pool.Close()
 	return nil
 }
@@ -157,6 +196,14 @@ func (s *Store) ListenerReady() <-chan struct{} { return s.listenerReady }
 // callback is a hint to read ChangesSince, not a count.
 func (s *Store) Listen(fn func(tenant string)) (stop func()) {
 	return s.notifier.Listen(fn)
+}
+
+// ListenConfig calls fn after every commit that wrote a resource of a
+// configuration kind (any kind but the runtime records of
+// resource.IsRecordKind), on this replica or any other; the change
+// notification's payload says which commits did (see notifyPayload).
+func (s *Store) ListenConfig(fn func(tenant string)) (stop func()) {
+	return s.configNotifier.Listen(fn)
 }
 
 // listen keeps one dedicated connection LISTENing on the change channel,
@@ -201,7 +248,11 @@ func (s *Store) listenOnce(ctx context.Context, subscribed func()) error {
 		if err != nil {
 			return fmt.Errorf("wait for notification: %w", err)
 		}
-		s.notifier.Notify(n.Payload)
+		tenant, config := parseNotifyPayload(n.Payload)
+		s.notifier.Notify(tenant)
+		if config {
+			s.configNotifier.Notify(tenant)
+		}
 	}
 }
 
@@ -258,7 +309,7 @@ func (s *Store) Update(ctx context.Context, tenant string, fn func(ctx context.C
 		return interpretError(err)
 	}
 	if tx.changed {
-		if _, err := pgTx.Exec(ctx, `SELECT pg_notify($1, $2)`, notifyChannel, tenant); err != nil {
+		if _, err := pgTx.Exec(ctx, `SELECT pg_notify($1, $2)`, notifyChannel, notifyPayload(tenant, tx.config)); err != nil {
 			return fmt.Errorf("postgres: notify: %w", err)
 		}
 	}
@@ -267,6 +318,9 @@ func (s *Store) Update(ctx context.Context, tenant string, fn func(ctx context.C
 	}
 	if tx.changed {
 		s.notifier.Notify(tenant)
+	}
+	if tx.config {
+		s.configNotifier.Notify(tenant)
 	}
 	return nil
 }

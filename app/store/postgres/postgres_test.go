@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/warden-dev/warden/app/resource"
 	"github.com/warden-dev/warden/app/store"
 	"github.com/warden-dev/warden/app/store/postgres"
 	"github.com/warden-dev/warden/app/store/postgres/pgtest"
@@ -45,6 +46,10 @@ func TestPostgres(t *testing.T) {
 	t.Run("ListenAcrossReplicas", func(t *testing.T) {
 		t.Parallel()
 		testListenAcrossReplicas(t, url, shared)
+	})
+	t.Run("ListenConfigAcrossReplicas", func(t *testing.T) {
+		t.Parallel()
+		testListenConfigAcrossReplicas(t, url, shared)
 	})
 }
 
@@ -155,6 +160,78 @@ func testListenAcrossReplicas(t *testing.T, url string, writer *postgres.Store) 
 	}
 }
 
+// heard records the tenants a listener was called for.
+type heard struct {
+	mu     sync.Mutex
+	counts map[string]int
+	signal chan struct{}
+}
+
+func newHeard() *heard { return &heard{counts: map[string]int{}, signal: make(chan struct{}, 1)} }
+
+func (h *heard) fn(tenant string) {
+	h.mu.Lock()
+	h.counts[tenant]++
+	h.mu.Unlock()
+	select {
+	case h.signal <- struct{}{}:
+	default:
+	}
+}
+
+func (h *heard) count(tenant string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.counts[tenant]
+}
+
+func (h *heard) waitFor(t *testing.T, tenant string) {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for h.count(tenant) == 0 {
+		select {
+		case <-h.signal:
+		case <-timeout:
+			t.Fatalf("no callback for tenant %s", tenant)
+		}
+	}
+}
+
+// testListenConfigAcrossReplicas: a replica that did not write hears,
+// through LISTEN alone, configuration commits on ListenConfig and every
+// commit on Listen. Notifications arrive in commit order, so once it heard
+// a configuration commit after a record-only one, and then a second (so
+// that the callback batch holding the first has run to its end), it would
+// have called ListenConfig for the record-only commit if it ever will.
+func testListenConfigAcrossReplicas(t *testing.T, url string, writer *postgres.Store) {
+	ctx := context.Background()
+	other := open(t, url)
+	select {
+	case <-other.ListenerReady():
+	case <-time.After(10 * time.Second):
+		t.Fatal("listener of the second replica did not subscribe")
+	}
+	cfg, all := newHeard(), newHeard()
+	defer other.ListenConfig(cfg.fn)()
+	defer other.Listen(all.fn)()
+	write := func(tenant, kind string) {
+		require.NoError(t, writer.Update(ctx, tenant, func(ctx context.Context, tx store.Tx) error {
+			_, err := tx.ResourceCreate(ctx, storetest.NewObject(kind, "default", "x", nil, nil))
+			return err
+		}))
+	}
+	records, fence1, fence2 := storetest.NewTenant(), storetest.NewTenant(), storetest.NewTenant()
+	write(records, resource.KindToolCall)
+	write(fence1, resource.KindTool)
+	cfg.waitFor(t, fence1)
+	write(fence2, resource.KindPolicy)
+	cfg.waitFor(t, fence2)
+	all.waitFor(t, fence2)
+	require.Positive(t, all.count(records), "Listen hears record-only commits of other replicas")
+	require.Positive(t, all.count(fence1), "Listen hears configuration commits of other replicas")
+	require.Zero(t, cfg.count(records), "ListenConfig ignores record-only commits of other replicas")
+}
+
 func testListenerReconnects(t *testing.T, url string) {
 	ctx := context.Background()
 	s := open(t, url)
@@ -208,6 +285,16 @@ func BenchmarkList10k(b *testing.B) {
 func BenchmarkCreate1k(b *testing.B) {
 	url := pgtest.NewDatabase(b)
 	storetest.BenchmarkCreate(b, func(b *testing.B) store.Store { return open(b, url) })
+}
+
+func BenchmarkIdempotencyClaim(b *testing.B) {
+	url := pgtest.NewDatabase(b)
+	storetest.BenchmarkIdempotencyClaim(b, func(b *testing.B) store.Store { return open(b, url) })
+}
+
+func BenchmarkUsageCharge(b *testing.B) {
+	url := pgtest.NewDatabase(b)
+	storetest.BenchmarkUsageCharge(b, func(b *testing.B) store.Store { return open(b, url) })
 }
 
 // TestNonSuperuserOwner migrates as an ordinary role that owns the database

@@ -52,6 +52,12 @@ func seedTenant(t *testing.T, s store.Store, tenant string) {
 		if err := tx.MemberUpsert(ctx, store.Member{Email: "owner@" + tenant + ".example", Owner: true}); err != nil {
 			return err
 		}
+		if _, err := tx.IdempotencyClaim(ctx, store.IdempotencyClaim{Namespace: "default", Key: "k", Call: "call-" + tenant, Window: time.Hour}); err != nil {
+			return err
+		}
+		if _, _, err := tx.UsageCharge(ctx, []store.UsageCharge{{UsageKey: store.UsageKey{Key: "rate", WindowStart: time.Unix(0, 0)}, Calls: 1}}); err != nil {
+			return err
+		}
 		return tx.APIKeyInsert(ctx, store.APIKey{ID: "key-" + tenant, SecretHash: hex.EncodeToString(sum[:]), Namespace: "*", Role: "admin"})
 	}))
 	require.NoError(t, s.SessionInsert(context.Background(), store.Session{IDHash: sessionHash(tenant), Tenant: tenant,
@@ -236,6 +242,8 @@ func testRowLevelSecurity(t *testing.T, url string, s store.Store) {
 		{"api_keys", `INSERT INTO api_keys (id, tenant_id, secret_hash, created_at) VALUES ('evil-' || $1, $1, 'evil-' || $1, now())`, `role = role`},
 		{"tenant_state", `INSERT INTO tenant_state (tenant_id) VALUES ($1 || '-new')`, `rv = rv`},
 		{"members", `INSERT INTO members (tenant_id, email, created_at) VALUES ($1, 'evil@example.com', now())`, `name = name`},
+		{"idempotency_keys", `INSERT INTO idempotency_keys (tenant_id, namespace, key, call, claimed_at) VALUES ($1, 'default', 'evil', 'evil', now())`, `released = released`},
+		{"usage_counters", `INSERT INTO usage_counters (tenant_id, key, window_start, calls, cost) VALUES ($1, 'evil', now(), 1, 0)`, `calls = calls`},
 	}
 	for _, tb := range tables {
 		t.Run(tb.name, func(t *testing.T) {
@@ -295,6 +303,14 @@ func testRowLevelSecurity(t *testing.T, url string, s store.Store) {
 		require.NoError(t, err)
 		require.Len(t, recs, 1)
 		require.Equal(t, -1, audit.Verify(recs, ""))
+		usage, err := r.UsageGet(ctx, []store.UsageKey{{Key: "rate", WindowStart: time.Unix(0, 0)}})
+		require.NoError(t, err)
+		require.Equal(t, []store.UsageTotal{{Calls: 1}}, usage)
 		return nil
+	}))
+	require.NoError(t, s.Update(ctx, b, func(ctx context.Context, tx store.Tx) error {
+		holder, err := tx.IdempotencyClaim(ctx, store.IdempotencyClaim{Namespace: "default", Key: "k", Call: "other", Window: time.Hour})
+		require.Equal(t, "call-"+b, holder, "B's claim is still held")
+		return err
 	}))
 }

@@ -21,6 +21,7 @@ type querier interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
 // readTx implements store.Reader. Queries still name tenant_id (so the
@@ -221,9 +222,19 @@ type tenantState struct {
 // writeTx implements store.Tx.
 type writeTx struct {
 	readTx
-	state   *tenantState
-	dirty   bool
-	changed bool
+	state *tenantState
+	dirty bool
+	// changed is set when the transaction appended to the change log,
+	// config when one of those changes is of a configuration kind.
+	changed, config bool
+}
+
+// wrote records a change of kind.
+func (t *writeTx) wrote(kind string) {
+	t.changed = true
+	if !resource.IsRecordKind(kind) {
+		t.config = true
+	}
 }
 
 // lockState creates or locks the tenant's counter row (the upsert takes a
@@ -330,7 +341,8 @@ func (t *writeTx) ResourceCreate(ctx context.Context, obj *resource.Object) (*re
 	if tag.RowsAffected() == 0 {
 		return nil, fmt.Errorf("create %s: %w", out.Key(), store.ErrAlreadyExists)
 	}
-	st.rv, t.dirty, t.changed = rv, true, true
+	st.rv, t.dirty = rv, true
+	t.wrote(out.Kind)
 	return out, nil
 }
 
@@ -391,7 +403,8 @@ func (t *writeTx) write(ctx context.Context, st *tenantState, out *resource.Obje
 	if tag.RowsAffected() == 0 {
 		return nil, fmt.Errorf("update %s: %w", out.Key(), store.ErrNotFound)
 	}
-	st.rv, t.dirty, t.changed = rv, true, true
+	st.rv, t.dirty = rv, true
+	t.wrote(out.Kind)
 	return out, nil
 }
 
@@ -425,7 +438,8 @@ func (t *writeTx) ResourceDelete(ctx context.Context, key resource.Key, resource
 	if tag.RowsAffected() == 0 {
 		return nil, fmt.Errorf("delete %s: %w", key, store.ErrNotFound)
 	}
-	st.rv, t.dirty, t.changed = rv, true, true
+	st.rv, t.dirty = rv, true
+	t.wrote(key.Kind)
 	return out, nil
 }
 

@@ -53,8 +53,10 @@ type Store struct {
 	stmts    map[string]*sql.Stmt
 	key      []byte
 	notifier *store.Notifier
-	now      func() time.Time
-	log      *slog.Logger
+	// configNotifier signals commits that wrote configuration kinds.
+	configNotifier *store.Notifier
+	now            func() time.Time
+	log            *slog.Logger
 }
 
 var _ store.Store = (*Store)(nil)
@@ -96,7 +98,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	writer.SetMaxIdleConns(1)
 	writer.SetConnMaxLifetime(0)
 	writer.SetConnMaxIdleTime(0)
-	s := &Store{writer: writer, notifier: store.NewNotifier(), now: opts.Now, log: opts.Logger}
+	s := &Store{writer: writer, notifier: store.NewNotifier(), configNotifier: store.NewNotifier(), now: opts.Now, log: opts.Logger}
 	if err := s.migrate(ctx); err != nil {
 		_ = writer.Close()
 		return nil, err
@@ -197,6 +199,7 @@ func (s *Store) migrate(ctx context.Context) error {
 // Close closes both connection pools and stops the listeners.
 func (s *Store) Close() error {
 	s.notifier.Close()
+	s.configNotifier.Close()
 	var errs []error
 	for _, st := range s.stmts {
 		errs = append(errs, st.Close())
@@ -208,6 +211,13 @@ func (s *Store) Close() error {
 // that appended to a tenant's change log.
 func (s *Store) Listen(fn func(tenant string)) (stop func()) {
 	return s.notifier.Listen(fn)
+}
+
+// ListenConfig calls fn in-process, on a goroutine of its own, after every
+// commit that wrote a resource of a configuration kind (any kind but the
+// runtime records of resource.IsRecordKind).
+func (s *Store) ListenConfig(fn func(tenant string)) (stop func()) {
+	return s.configNotifier.Listen(fn)
 }
 
 // View runs fn in a read transaction on the reader pool; WAL gives it a
@@ -254,6 +264,9 @@ func (s *Store) Update(ctx context.Context, tenant string, fn func(ctx context.C
 	}
 	if tx.changed {
 		s.notifier.Notify(tenant)
+	}
+	if tx.config {
+		s.configNotifier.Notify(tenant)
 	}
 	return nil
 }

@@ -80,3 +80,11 @@ func BenchmarkList10k(b *testing.B) {
 func BenchmarkCreate1k(b *testing.B) {
 	storetest.BenchmarkCreate(b, func(b *testing.B) store.Store { return openTB(b) })
 }
+
+func BenchmarkIdempotencyClaim(b *testing.B) {
+	storetest.BenchmarkIdempotencyClaim(b, func(b *testing.B) store.Store { return openTB(b) })
+}
+
+func BenchmarkUsageCharge(b *testing.B) {
+	storetest.BenchmarkUsageCharge(b, func(b *testing.B) store.Store { return openTB(b) })
+}

@@ -27,7 +27,8 @@ const (
 
 // preparedQueries lists the statements Open prepares on the writer.
 func preparedQueries() []string {
-	return []string{qGetObject, qInsertChange, qInsertResource, qUpdateResource, qDeleteResource, qInsertEvent, qInsertAudit}
+	return []string{qGetObject, qInsertChange, qInsertResource, qUpdateResource, qDeleteResource, qInsertEvent, qInsertAudit,
+		qIdempotencyClaim, qIdempotencyHolder, qIdempotencyRelease, qUsageCharge, qUsageTakeBack, qUsageGet}
 }
 
 // querier is what *sql.Tx and stmtQuerier offer.
@@ -284,9 +285,11 @@ type tenantState struct {
 // writeTx implements store.Tx on the writer connection.
 type writeTx struct {
 	readTx
-	state   *tenantState
-	dirty   bool
-	changed bool
+	state *tenantState
+	dirty bool
+	// changed is set when the transaction appended to the change log,
+	// config when one of those changes is of a configuration kind.
+	changed, config bool
 }
 
 // lockState loads the tenant's counters, creating the row on first use. The
@@ -366,6 +369,9 @@ func (t *writeTx) appendChange(ctx context.Context, typ string, rv int64, o *res
 		return fmt.Errorf("append %s change of %s: %w", typ, o.Key(), err)
 	}
 	t.changed = true
+	if !resource.IsRecordKind(o.Kind) {
+		t.config = true
+	}
 	return nil
 }
 

@@ -3,7 +3,10 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/warden-dev/warden/app/resource"
 	"github.com/warden-dev/warden/app/store"
@@ -72,6 +75,102 @@ func BenchmarkCreate(b *testing.B, open BenchOpenFunc) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// benchParallelism is the number of goroutines per GOMAXPROCS of the
+// parallel gateway benchmarks: several gateway calls in flight at once.
+const benchParallelism = 4
+
+// BenchmarkIdempotencyClaim claims a fresh key in an Update of its own, as
+// the gateway does once per side-effecting call. One iteration is one
+// transaction; "serial" runs one at a time, "parallel" many at once.
+func BenchmarkIdempotencyClaim(b *testing.B, open BenchOpenFunc) {
+	s := open(b)
+	tenant := NewTenant()
+	now := time.Now()
+	var seq atomic.Int64
+	claimOnce := func() error {
+		i := strconv.FormatInt(seq.Add(1), 10)
+		c := store.IdempotencyClaim{Namespace: "default", Key: "key-" + i, Call: "call-" + i, Now: now, Window: time.Hour}
+		return s.Update(context.Background(), tenant, func(ctx context.Context, tx store.Tx) error {
+			holder, err := tx.IdempotencyClaim(ctx, c)
+			if err == nil && holder != "" {
+				err = fmt.Errorf("key %s is held by %s", c.Key, holder)
+			}
+			return err
+		})
+	}
+	b.Run("serial", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := claimOnce(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.SetParallelism(benchParallelism)
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if err := claimOnce(); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
+}
+
+// BenchmarkUsageCharge charges three capped counters of one window (a
+// tool's rate, an agent's budget and the tenant's budget) in an Update of
+// its own, as the gateway does per call. One iteration is one transaction;
+// "serial" runs one at a time, "parallel" many at once, each goroutine with
+// a tool and agent of its own but all sharing the tenant's counter, whose
+// row lock they queue on.
+func BenchmarkUsageCharge(b *testing.B, open BenchOpenFunc) {
+	s := open(b)
+	tenant := NewTenant()
+	window := time.Now().Truncate(time.Minute)
+	var seq atomic.Int64
+	chargesOf := func() []store.UsageCharge {
+		const unlimited = 1 << 60
+		i := strconv.FormatInt(seq.Add(1), 10)
+		return []store.UsageCharge{
+			{UsageKey: store.UsageKey{Key: "tool:default/crm-" + i, WindowStart: window}, Calls: 1, MaxCalls: unlimited},
+			{UsageKey: store.UsageKey{Key: "agent:default/support-" + i, WindowStart: window}, Calls: 1, Cost: 0.01, MaxCost: unlimited},
+			{UsageKey: store.UsageKey{Key: "tenant", WindowStart: window}, Calls: 1, Cost: 0.01, MaxCost: unlimited},
+		}
+	}
+	chargeOnce := func(charges []store.UsageCharge) error {
+		return s.Update(context.Background(), tenant, func(ctx context.Context, tx store.Tx) error {
+			_, exceeded, err := tx.UsageCharge(ctx, charges)
+			if err == nil && exceeded >= 0 {
+				err = fmt.Errorf("charge %d refused", exceeded)
+			}
+			return err
+		})
+	}
+	b.Run("serial", func(b *testing.B) {
+		charges := chargesOf()
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := chargeOnce(charges); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.SetParallelism(benchParallelism)
+		b.RunParallel(func(pb *testing.PB) {
+			charges := chargesOf()
+			for pb.Next() {
+				if err := chargeOnce(charges); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
 }
 
 func benchObject(ns string, i int) *resource.Object {

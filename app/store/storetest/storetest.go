@@ -64,6 +64,12 @@ func Run(t *testing.T, open OpenFunc) {
 		{"Sessions", testSessions},
 		{"APIKeyManagement", testAPIKeyManagement},
 		{"SigningKeys", testSigningKeys},
+		{"IdempotencyClaim", testIdempotencyClaim},
+		{"IdempotencyConcurrent", testIdempotencyConcurrent},
+		{"UsageCharge", testUsageCharge},
+		{"UsageConcurrent", testUsageConcurrent},
+		{"GatewayIsolation", testGatewayIsolation},
+		{"ListenConfig", testListenConfig},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
