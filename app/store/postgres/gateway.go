@@ -58,6 +58,13 @@ func (t *writeTx) IdempotencyClaim(ctx context.Context, c store.IdempotencyClaim
 	if err != nil {
 		return "", err
 	}
+	// The tenant's counter row is locked first, as every resource write
+	// does: a transaction that claims keys and also writes records then
+	// takes its locks in the one order every other writer of the tenant
+	// takes them, so no two can deadlock.
+	if _, err := t.lockState(ctx); err != nil {
+		return "", err
+	}
 	var call string
 	err = t.q.QueryRow(ctx, qIdempotencyClaim, t.tenant, c.Namespace, c.Key, c.Call, c.Now,
 		store.IdempotencyExpiry(c), c.Force).Scan(&call)
@@ -98,6 +105,12 @@ func (t *writeTx) UsageCharge(ctx context.Context, charges []store.UsageCharge) 
 	charges, err := store.PrepareUsageCharges(charges)
 	if err != nil {
 		return nil, -1, err
+	}
+	// As in IdempotencyClaim: the tenant's lock first.
+	if len(charges) > 0 {
+		if _, err := t.lockState(ctx); err != nil {
+			return nil, -1, err
+		}
 	}
 	// Charges from the first that alone passes a cap on are never tried.
 	exceeded, tried := -1, len(charges)
