@@ -108,7 +108,7 @@ tools: ## Install the pinned Go tools when missing.
 		GOBIN="$(GOBIN)" $(GO) install github.com/a-h/templ/cmd/templ@$(TEMPL_VERSION); \
 	fi
 
-test-deps: tools ## Install what the tests need when missing: a C compiler for -race, Debian's chromium for the browser tests, the templ CLI.
+test-deps: tools ## Install what the tests need when missing: a C compiler for -race, Debian's chromium for the browser tests, bubblewrap for the OS tool sandbox, the templ CLI.
 	@if ! command -v gcc >/dev/null 2>&1; then \
 		echo "installing gcc (the race detector needs cgo)"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc; \
@@ -116,6 +116,10 @@ test-deps: tools ## Install what the tests need when missing: a C compiler for -
 	@if [ ! -x "$(CHROMIUM)" ]; then \
 		echo "installing chromium (e2e browser tests drive $(CHROMIUM))"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; \
+	fi
+	@if ! command -v bwrap >/dev/null 2>&1; then \
+		echo "installing bubblewrap (the OS tool sandbox runs commands under bwrap)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends bubblewrap; \
 	fi
 
 check-postgres: ## Fail loudly unless PostgreSQL answers at TEST_DATABASE_URL.

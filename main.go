@@ -10,9 +10,15 @@ import (
 	"syscall"
 
 	"github.com/warden-dev/warden/app/cli"
+	"github.com/warden-dev/warden/app/sandbox"
 )
 
 func main() {
+	// The sandbox of OS tools re-executes this binary as its init stub,
+	// which applies Landlock and seccomp before running the command.
+	if sandbox.IsInit(os.Args) {
+		os.Exit(sandbox.InitMain(os.Args))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := cli.Run(ctx, os.Args)
 	stop()

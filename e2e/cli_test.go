@@ -430,6 +430,7 @@ type upProcess struct {
 	done      chan int
 	out, errb syncBuffer
 	url       string
+	gwURL     string
 }
 
 // startUp runs `warden up --port P` with WARDEN_HOME=home and waits until
@@ -441,13 +442,18 @@ func startUp(t *testing.T, home string) *upProcess {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		require.NoError(t, err)
 		port := ln.Addr().(*net.TCPAddr).Port
+		gln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		gatewayPort := gln.Addr().(*net.TCPAddr).Port
 		require.NoError(t, ln.Close())
+		require.NoError(t, gln.Close())
 
 		ctx, cancel := context.WithCancel(t.Context())
-		p := &upProcess{cancel: cancel, done: make(chan int, 1), url: "http://127.0.0.1:" + strconv.Itoa(port)}
+		p := &upProcess{cancel: cancel, done: make(chan int, 1), url: "http://127.0.0.1:" + strconv.Itoa(port),
+			gwURL: "http://127.0.0.1:" + strconv.Itoa(gatewayPort)}
 		go func() {
 			p.done <- cli.RunWith(ctx, env(map[string]string{clientconfig.EnvHome: home}, "", &p.out, &p.errb),
-				[]string{"warden", "up", "--port", strconv.Itoa(port)})
+				[]string{"warden", "up", "--port", strconv.Itoa(port), "--gateway-port", strconv.Itoa(gatewayPort)})
 		}()
 		err = p.waitHealthy()
 		if err == nil {

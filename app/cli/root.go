@@ -63,6 +63,7 @@ current context of $WARDEN_HOME/config.yaml (written by 'warden up').`,
 		newSecretsCmd(a),
 		newTokenCmd(a),
 		newAPIKeysCmd(a),
+		newBenchCmd(a),
 	)
 	return root
 }

@@ -18,7 +18,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/warden-dev/warden/app/clientconfig"
+	"github.com/warden-dev/warden/app/compile"
+	"github.com/warden-dev/warden/app/gateway"
 	"github.com/warden-dev/warden/app/oidc"
+	"github.com/warden-dev/warden/app/sandbox"
 	"github.com/warden-dev/warden/app/secret"
 	"github.com/warden-dev/warden/app/server"
 	"github.com/warden-dev/warden/app/store/backend"
@@ -28,9 +31,12 @@ import (
 // all).
 const defaultControlPort = 8080
 
+// defaultGatewayPort is the tool gateway's port.
+const defaultGatewayPort = 8081
+
 func newUpCmd(a *app) *cobra.Command {
 	var dataDir, storeURL, listenHost string
-	var port int
+	var port, gatewayPort int
 	var tlsOpts tlsOptions
 	var people peopleOptions
 	cmd := &cobra.Command{
@@ -52,6 +58,9 @@ tokens. Register <public URL>/auth/callback as the redirect URL there.`,
 			if port < 1 || port > 65535 {
 				return usagef("--port %d is not a TCP port (1-65535)", port)
 			}
+			if gatewayPort < 0 || gatewayPort > 65535 || gatewayPort == port {
+				return usagef("--gateway-port %d is not a TCP port (1-65535, 0 for no gateway) other than --port", gatewayPort)
+			}
 			if (tlsOpts.cert == "") != (tlsOpts.key == "") {
 				return usagef("--tls-cert and --tls-key go together")
 			}
@@ -70,7 +79,7 @@ tokens. Register <public URL>/auth/callback as the redirect URL there.`,
 					return usagef("--public-url %q must be an absolute http(s) URL", people.publicURL)
 				}
 			}
-			return a.up(cmd.Context(), dataDir, storeURL, listenHost, port, tlsOpts, people)
+			return a.up(cmd.Context(), dataDir, storeURL, listenHost, port, gatewayPort, tlsOpts, people)
 		},
 	}
 	f := cmd.Flags()
@@ -78,6 +87,7 @@ tokens. Register <public URL>/auth/callback as the redirect URL there.`,
 	f.StringVar(&storeURL, "store", "", "store URL: sqlite://PATH or postgres://… (default sqlite://<data-dir>/warden.db)")
 	f.StringVar(&listenHost, "listen-host", "127.0.0.1", "address the listeners bind to; 0.0.0.0 exposes Warden to the network")
 	f.IntVar(&port, "port", defaultControlPort, "port of the control plane API")
+	f.IntVar(&gatewayPort, "gateway-port", defaultGatewayPort, "port of the tool gateway (0: no gateway)")
 	f.StringVar(&tlsOpts.cert, "tls-cert", "", "PEM certificate (chain) to serve every listener over TLS")
 	f.StringVar(&tlsOpts.key, "tls-key", "", "PEM private key of --tls-cert")
 	f.BoolVar(&tlsOpts.allowPlaintext, "insecure-allow-plaintext", false, "serve plaintext HTTP on a non-loopback address (only behind a TLS-terminating proxy)")
@@ -173,7 +183,7 @@ type tlsOptions struct {
 	allowPlaintext bool
 }
 
-func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port int, tlsOpts tlsOptions, people peopleOptions) error {
+func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port, gatewayPort int, tlsOpts tlsOptions, people peopleOptions) error {
 	home, err := clientconfig.Home(a.env.LookupEnv)
 	if err != nil {
 		return err
@@ -246,6 +256,12 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 	}
 	fmt.Fprintf(w, "Warden is starting.\n")
 	fmt.Fprintf(w, "  control plane + console  %s\n", controlURL)
+	gatewayAddr, gatewayURL := server.GatewayOff, ""
+	if gatewayPort != 0 {
+		gatewayAddr = net.JoinHostPort(listenHost, strconv.Itoa(gatewayPort))
+		gatewayURL = scheme + "://" + net.JoinHostPort(clientHost(listenHost), strconv.Itoa(gatewayPort))
+		fmt.Fprintf(w, "  tool gateway             %s\n", gatewayURL)
+	}
 	fmt.Fprintf(w, "  store                    %s\n", redactURL(storeURL))
 	fmt.Fprintf(w, "  config                   %s\n", clientconfig.Path(home))
 	if oidcCfg != nil {
@@ -255,10 +271,23 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 	}
 	fmt.Fprintf(w, "Press Ctrl-C to stop.\n")
 
+	var osTools gateway.OSRunner
+	if gatewayPort != 0 {
+		runner, err := sandbox.New(ctx, sandbox.Config{Logger: logger})
+		if err != nil {
+			logger.Warn("OS tools are unavailable: the sandbox cannot run here", "err", err)
+			fmt.Fprintf(w, "  OS tool sandbox          unavailable (%v)\n", err)
+		} else {
+			osTools = gateway.Sandbox{Runner: runner}
+		}
+	}
 	err = server.Run(ctx, server.Config{
+		Sandbox:        osTools,
 		Store:          st,
 		Logger:         logger,
 		ControlAddr:    net.JoinHostPort(listenHost, controlPort),
+		GatewayAddr:    gatewayAddr,
+		Compile:        compile.Options{ToolGatewayURL: gatewayURL},
 		TLSCertFile:    tlsOpts.cert,
 		TLSKeyFile:     tlsOpts.key,
 		Keyring:        keyring,

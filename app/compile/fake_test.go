@@ -21,6 +21,8 @@ type fakeReader struct {
 	// MemberReader is never called by the compiler; embedding it keeps the
 	// fake a store.Reader.
 	store.MemberReader
+	// GatewayReader likewise.
+	store.GatewayReader
 	objs  []*resource.Object
 	gets  int
 	lists int

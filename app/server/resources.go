@@ -101,11 +101,15 @@ func (s *Server) handleList(c *fiber.Ctx) error {
 		}
 		params.Limit = min(n, store.MaxPageSize)
 	}
-	sel, err := parseSelector(c)
+	sel, err := parseSelector(c, t.info.Kind)
 	if err != nil {
 		return err
 	}
 	params.Selector = sel
+	since, err := sinceQuery(c, s.now())
+	if err != nil {
+		return err
+	}
 	var res *store.ListResult
 	err = s.store.View(c.UserContext(), principal(c).Tenant, func(ctx context.Context, r store.Reader) error {
 		var err error
@@ -115,9 +119,12 @@ func (s *Server) handleList(c *fiber.Ctx) error {
 	if err != nil {
 		return storeError(err)
 	}
-	items := make([]*resource.Object, len(res.Items))
-	for i, o := range res.Items {
-		items[i] = present(o)
+	items := make([]*resource.Object, 0, len(res.Items))
+	for _, o := range res.Items {
+		if createdBefore(o, since) {
+			continue
+		}
+		items = append(items, present(o))
 	}
 	return c.JSON(listResponse{
 		APIVersion: t.info.APIVersion, Kind: t.info.Kind + "List",
@@ -126,12 +133,21 @@ func (s *Server) handleList(c *fiber.Ctx) error {
 	})
 }
 
-// parseSelector combines labelSelector (alias selector) and fieldSelector.
-func parseSelector(c *fiber.Ctx) (*resource.Selector, error) {
+// parseSelector combines labelSelector (alias selector), fieldSelector
+// and the filters of the kind (listFilters).
+func parseSelector(c *fiber.Ctx, kind string) (*resource.Selector, error) {
 	var parts []string
 	for _, q := range []string{"labelSelector", "selector", "fieldSelector"} {
 		if v := strings.TrimSpace(c.Query(q)); v != "" {
 			parts = append(parts, v)
+		}
+	}
+	for q, field := range listFilters[kind] {
+		if v := strings.TrimSpace(c.Query(q)); v != "" {
+			if strings.ContainsAny(v, ",=!()") {
+				return nil, badRequest("filter %s=%q: the value must be a plain name", q, v)
+			}
+			parts = append(parts, field+"="+v)
 		}
 	}
 	sel, err := resource.ParseSelector(strings.Join(parts, ","))

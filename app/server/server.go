@@ -9,6 +9,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/trace"
 	"log/slog"
 	"net"
 	"strings"
@@ -22,6 +23,7 @@ import (
 	"github.com/warden-dev/warden/app/authz"
 	"github.com/warden-dev/warden/app/compile"
 	"github.com/warden-dev/warden/app/events"
+	"github.com/warden-dev/warden/app/gateway"
 	"github.com/warden-dev/warden/app/oidc"
 	"github.com/warden-dev/warden/app/policy"
 	"github.com/warden-dev/warden/app/resource"
@@ -71,6 +73,19 @@ type Config struct {
 	OIDC *oidc.Config
 	// Signup enables self-service tenant sign-up in the console (SaaS).
 	Signup bool
+	// GatewayAddr is the tool gateway listener (default 127.0.0.1:8081);
+	// "off" serves no gateway (the control plane's approval endpoints then
+	// answer Unavailable).
+	GatewayAddr string
+	// Sandbox runs OS tools; nil makes them answer Unavailable.
+	Sandbox gateway.OSRunner
+	// Guardians calls external Guardian Agents over AOS.
+	Guardians gateway.Guardian
+	// Queue runs approval resumption and expiry as durable jobs; nil runs
+	// resumption in-process.
+	Queue gateway.Queue
+	// Tracer receives one trace per tool call; nil means none.
+	Tracer trace.TracerProvider
 	Now    func() time.Time
 }
 
@@ -84,6 +99,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.GatewayAddr == "" {
+		c.GatewayAddr = "127.0.0.1:8081"
 	}
 	if c.BookmarkInterval <= 0 {
 		c.BookmarkInterval = 15 * time.Second
@@ -110,8 +128,17 @@ func (c Config) Validate() error {
 	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
 		return errors.New("server config: TLSCertFile and TLSKeyFile go together: give both or neither")
 	}
-	return CheckTransport(c.ControlAddr, c.TLSCertFile != "", c.AllowPlaintext)
+	if err := CheckTransport(c.ControlAddr, c.TLSCertFile != "", c.AllowPlaintext); err != nil {
+		return err
+	}
+	if c.GatewayAddr != GatewayOff {
+		return CheckTransport(c.GatewayAddr, c.TLSCertFile != "", c.AllowPlaintext)
+	}
+	return nil
 }
+
+// GatewayOff as Config.GatewayAddr serves no tool gateway.
+const GatewayOff = "off"
 
 // CheckTransport refuses to serve plaintext on an address other than
 // loopback unless allowPlaintext says so.
@@ -165,6 +192,8 @@ type Server struct {
 	// oidc is people sign-in; nil without Config.OIDC.
 	oidc    *oidc.Handler
 	console *web.Console
+	// gateway is the tool gateway; nil with GatewayAddr "off".
+	gateway *gateway.Gateway
 	// base ends streams when the server shuts down.
 	base   context.Context
 	cancel context.CancelFunc
@@ -229,6 +258,22 @@ func New(cfg Config) (*Server, error) {
 		base:   base,
 		cancel: cancel,
 	}
+	if cfg.GatewayAddr != GatewayOff {
+		gwVerifiers := []auth.Verifier{workload.NewVerifier(issuer, workload.AudienceToolGateway, cfg.Now)}
+		if people != nil {
+			gwVerifiers = append(gwVerifiers, people.Verifier())
+		}
+		gw, err := gateway.New(gateway.Config{
+			Store: cfg.Store, Policies: policies, Authn: auth.NewAuthenticator(cfg.Store, cfg.Now, gwVerifiers...), Authz: az,
+			Secrets: secret.NewBroker(cfg.Keyring), OS: cfg.Sandbox, Guardians: cfg.Guardians, Queue: cfg.Queue, Bus: bus,
+			Tracer: cfg.Tracer, URL: cfg.Compile.ToolGatewayURL, Logger: cfg.Logger, Now: cfg.Now,
+		})
+		if err != nil {
+			cancel()
+			return nil, fmt.Errorf("tool gateway: %w", err)
+		}
+		s.gateway = gw
+	}
 	if err := s.buildConsole(); err != nil {
 		cancel()
 		return nil, err
@@ -291,7 +336,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 func (s *Server) close() {
 	s.cancel()
 	s.hub.Close()
+	if s.gateway != nil {
+		s.gateway.Close()
+	}
 }
+
+// Gateway returns the tool gateway, nil when it is off.
+func (s *Server) Gateway() *gateway.Gateway { return s.gateway }
 
 // Run serves the control plane on cfg.ControlAddr until ctx is cancelled.
 func Run(ctx context.Context, cfg Config) error {
@@ -311,5 +362,35 @@ func Run(ctx context.Context, cfg Config) error {
 		ln = tls.NewListener(ln, tlsCfg)
 	}
 	s.log.InfoContext(ctx, "control plane listening", "addr", ln.Addr().String(), "tls", tlsCfg != nil)
-	return s.Serve(ctx, ln)
+	if s.gateway == nil {
+		return s.Serve(ctx, ln)
+	}
+	gln, err := net.Listen("tcp", s.cfg.GatewayAddr)
+	if err != nil {
+		_ = ln.Close()
+		return fmt.Errorf("listen on %s: %w", s.cfg.GatewayAddr, err)
+	}
+	if tlsCfg != nil {
+		gln = tls.NewListener(gln, tlsCfg)
+	}
+	s.log.InfoContext(ctx, "tool gateway listening", "addr", gln.Addr().String(), "tls", tlsCfg != nil)
+	return s.ServeAll(ctx, ln, gln)
+}
+
+// ServeAll serves the control plane on ln and the tool gateway on gln until
+// ctx is cancelled or either fails.
+func (s *Server) ServeAll(ctx context.Context, ln, gln net.Listener) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	gerr := make(chan error, 1)
+	go func() {
+		gerr <- s.gateway.Serve(ctx, gln)
+		cancel()
+	}()
+	err := s.Serve(ctx, ln)
+	cancel()
+	if e := <-gerr; err == nil && e != nil {
+		err = fmt.Errorf("tool gateway: %w", e)
+	}
+	return err
 }

@@ -32,7 +32,7 @@ func (s *Server) handleWatch(c *fiber.Ctx) error {
 	if err := s.check(c, auth.VerbWatch, ns, authz.ObjResources); err != nil {
 		return err
 	}
-	sel, err := parseSelector(c)
+	sel, err := parseSelector(c, "")
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,5 @@
+package bench
+
+import "runtime"
+
+func runtimeCPUs() int { return runtime.NumCPU() }

@@ -1,0 +1,256 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/warden-dev/warden/app/apierr"
+	"github.com/warden-dev/warden/app/audit"
+	"github.com/warden-dev/warden/app/events"
+	"github.com/warden-dev/warden/app/resource"
+	"github.com/warden-dev/warden/app/store"
+)
+
+// execute runs steps 7 to 9 of a recorded, running call and writes its
+// result.
+func (g *Gateway) execute(ctx context.Context, c *call) (*Outcome, error) {
+	var res *result
+	err := c.step(ctx, "7.invoke", func(ctx context.Context) error {
+		r, err := c.invoke(ctx)
+		res = r
+		return err
+	})
+	if err != nil {
+		g.log.ErrorContext(ctx, "tool call failed inside the gateway", "toolcall", c.name, "err", err)
+		res = &result{failure: apierr.New(apierr.CodeInternal, "the gateway failed to run the tool"), cost: -1}
+	}
+	_ = c.step(ctx, "8.result", func(ctx context.Context) error { return c.checkResult(ctx, res) })
+	_ = c.step(ctx, "9.output", func(ctx context.Context) error { return c.processOutput(ctx, res) })
+	if err := c.step(ctx, "9.record", func(ctx context.Context) error { return c.finish(ctx, res) }); err != nil {
+		return nil, err
+	}
+	return c.answer(res)
+}
+
+// answer turns a finished call into the caller's answer: the record, or
+// the error of a failed or blocked call.
+func (c *call) answer(res *result) (*Outcome, error) {
+	out := c.outcome()
+	switch {
+	case res.block != nil:
+		return out, res.block
+	case res.failure != nil:
+		e := res.failure
+		d := map[string]any{"toolCall": c.name}
+		for k, v := range e.Details {
+			d[k] = v
+		}
+		return out, e.WithDetails(d)
+	}
+	return out, nil
+}
+
+// finish writes the result: phase, completion time and the output the agent
+// receives; releases the idempotency claim of a failed call; charges a cost
+// the tool reported; and records ToolCallCompleted, the toolCallResult
+// decision and, for a modified or blocked result, an audit record.
+func (c *call) finish(ctx context.Context, res *result) error {
+	done := c.g.now().UTC()
+	phase, output := PhaseSucceeded, res.output
+	switch {
+	case res.block != nil:
+		phase, output = PhaseDenied, errorOutput(res.block.Code, res.block.Message, res.block.Details)
+	case res.failure != nil:
+		phase = PhaseFailed
+		eo := errorOutput(res.failure.Code, res.failure.Message, res.failure.Details)
+		if res.output != nil {
+			eo["result"] = res.output
+		}
+		output = eo
+	}
+	outMap, ok := output.(map[string]any)
+	if !ok {
+		outMap = map[string]any{"result": output}
+	}
+	if outMap == nil {
+		outMap = map[string]any{}
+	}
+	var extra []store.UsageCharge
+	if res.cost >= 0 {
+		_, charges := c.charges()
+		// Usage only grows: a tool that reports less than costPerCall
+		// keeps the charge made up front.
+		if delta := res.cost - c.tool.spec.CostPerCall; delta > 0 {
+			for _, ch := range charges {
+				ch.Calls, ch.Cost, ch.MaxCalls, ch.MaxCost = 0, delta, 0, 0
+				extra = append(extra, ch)
+			}
+		}
+	}
+	var obj *resource.Object
+	var evs []events.Event
+	err := c.g.rec.do(ctx, c.p.Tenant, func(ctx context.Context, tx store.Tx) error {
+		key := resource.Key{Kind: resource.KindToolCall, Namespace: c.p.Namespace, Name: c.name}
+		cur, err := tx.ResourceGet(ctx, key)
+		if err != nil {
+			return err
+		}
+		st := cur.Status
+		if st == nil {
+			st = map[string]any{}
+		} else {
+			st = cloneMap(st)
+		}
+		st["phase"], st["completedAt"], st["output"] = phase, timestamp(done), outMap
+		if _, ok := st["startedAt"]; !ok {
+			st["startedAt"] = timestamp(c.now)
+		}
+		if obj, err = tx.ResourceUpdateStatus(ctx, key, st, ""); err != nil {
+			return err
+		}
+		// A blocked result still ran the tool: its side effect happened,
+		// so the claim stays and a retry returns this record.
+		if res.block == nil && releases(phase) {
+			if err := tx.IdempotencyRelease(ctx, c.p.Namespace, c.key, c.name); err != nil {
+				return err
+			}
+		}
+		if len(extra) > 0 {
+			if _, _, err := tx.UsageCharge(ctx, extra); err != nil {
+				return err
+			}
+		}
+		w := &txWriter{c: c, tx: tx}
+		data := map[string]any{"tool": c.req.Tool, "agent": c.p.Agent, "phase": phase, "durationMs": done.Sub(c.now).Milliseconds()}
+		if res.failure != nil {
+			data["code"] = res.failure.Code
+		}
+		if res.report.Any() {
+			data["findings"] = res.report.Counts()
+		}
+		w.event(ctx, events.ToolCallCompleted, data)
+		hd := hookDecisionData("toolCallResult", res.decision, res.modified)
+		if res.report.Any() {
+			hd["findings"] = res.report.Counts()
+		}
+		if res.block != nil {
+			hd["action"] = resource.ActionDeny
+			w.event(ctx, events.PolicyDenied, map[string]any{"tool": c.req.Tool, "agent": c.p.Agent, "hook": "toolCallResult",
+				"code": res.block.Code, "rule": res.block.Details["rule"]})
+			w.audit(ctx, "toolcalls/result", "ToolCall/"+c.name, audit.OutcomeDenied, res.decision.Ref(), res.block.Code+": "+res.block.Message)
+		} else if res.modified || res.report.Redacted() {
+			w.audit(ctx, "toolcalls/modify", "ToolCall/"+c.name, audit.OutcomeAllowed, res.decision.Ref(), "result modified at hook toolCallResult")
+		}
+		w.event(ctx, events.HookDecision, hd)
+		evs = w.evs
+		return w.err
+	})
+	if err != nil {
+		return errorf("record result of %s: %w", c.name, err)
+	}
+	c.g.publish(evs)
+	c.obj = obj
+	c.g.waiters.wake(c.p.Tenant, c.p.Namespace+"/"+c.name)
+	return nil
+}
+
+func cloneMap(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// replayed answers a call deduplicated against an earlier one: after
+// waiting (up to the request's wait, default 30s) for the earlier call to
+// finish when it is still running.
+func (g *Gateway) replayed(ctx context.Context, c *call) (*Outcome, error) {
+	wait := DefaultWait
+	if c.req.Wait != "" {
+		if d, err := time.ParseDuration(c.req.Wait); err == nil {
+			wait = min(max(d, 0), MaxWait)
+		}
+	}
+	obj, err := g.waitFor(ctx, c.p.Tenant, c.p.Namespace, c.name, wait, func(phase string) bool {
+		return Finished(phase) || phase == PhaseAwaitingApproval
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.obj = obj
+	return c.outcome(), nil
+}
+
+// awaitApproval answers a call that waits for approval: at once, or after
+// the request's wait when the approver decides within it.
+func (g *Gateway) awaitApproval(ctx context.Context, c *call) (*Outcome, error) {
+	ap := ApprovalName(c.name)
+	if g.cfg.Queue != nil {
+		at := c.now.Add(c.settings.ApprovalTimeout)
+		if err := g.cfg.Queue.Expire(ctx, c.p.Tenant, c.p.Namespace, ap, at); err != nil {
+			// The approval still expires when it is next read or
+			// decided: the record carries expiresAt.
+			g.log.ErrorContext(ctx, "schedule approval expiry", "approval", ap, "err", err)
+		}
+	}
+	var wait time.Duration
+	if c.req.Wait != "" {
+		if d, err := time.ParseDuration(c.req.Wait); err == nil {
+			wait = min(max(d, 0), MaxWait)
+		}
+	}
+	if wait == 0 {
+		return c.outcome(), nil
+	}
+	obj, err := g.waitFor(ctx, c.p.Tenant, c.p.Namespace, c.name, wait, Finished)
+	if err != nil {
+		return nil, err
+	}
+	c.obj = obj
+	return c.outcome(), nil
+}
+
+// waitFor reads a call until done(phase) holds, the wait passes or ctx
+// ends, and returns the last read.
+func (g *Gateway) waitFor(ctx context.Context, tenant, ns, name string, wait time.Duration, done func(string) bool) (*resource.Object, error) {
+	ch, remove := g.waiters.add(tenant, ns+"/"+name)
+	defer remove()
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	for {
+		obj, err := g.read(ctx, tenant, ns, name)
+		if err != nil {
+			return nil, err
+		}
+		phase, _ := obj.Status["phase"].(string)
+		if done(phase) {
+			return obj, nil
+		}
+		select {
+		case <-ch:
+		case <-deadline.C:
+			return obj, nil
+		case <-ctx.Done():
+			return obj, nil
+		}
+	}
+}
+
+// read returns one ToolCall record.
+func (g *Gateway) read(ctx context.Context, tenant, ns, name string) (*resource.Object, error) {
+	var obj *resource.Object
+	err := g.st.View(ctx, tenant, func(ctx context.Context, r store.Reader) error {
+		var err error
+		obj, err = r.ResourceGet(ctx, resource.Key{Kind: resource.KindToolCall, Namespace: ns, Name: name})
+		return err
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, apierr.New(apierr.CodeNotFound, "tool call %q not found in namespace %q", name, ns)
+	}
+	if err != nil {
+		return nil, errorf("read tool call %s: %w", name, err)
+	}
+	return obj, nil
+}

@@ -1,0 +1,90 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/warden-dev/warden/app/apierr"
+	"github.com/warden-dev/warden/app/auth"
+	"github.com/warden-dev/warden/app/resource"
+	"github.com/warden-dev/warden/app/store"
+)
+
+// Resume runs an approved call: it moves the call from AwaitingApproval to
+// Running with its resourceVersion as a precondition, so that of any number
+// of resume jobs, replicas and restarts exactly one runs the tool, then
+// runs steps 7 to 9. A call that is not approved and awaiting, or that
+// another resumer claimed, is left alone. It is the resume job's work.
+func (g *Gateway) Resume(ctx context.Context, tenant, ns, name string) error {
+	now := g.now().UTC()
+	var claimed *resource.Object
+	err := g.rec.do(ctx, tenant, func(ctx context.Context, tx store.Tx) error {
+		claimed = nil
+		key := resource.Key{Kind: resource.KindToolCall, Namespace: ns, Name: name}
+		tc, err := tx.ResourceGet(ctx, key)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		ap, _ := tc.Spec["approval"].(map[string]any)
+		status, _ := ap["status"].(string)
+		if phase, _ := tc.Status["phase"].(string); phase != PhaseAwaitingApproval || (status != ApprovalApproved && status != ApprovalOverridden) {
+			return nil
+		}
+		st := cloneMap(tc.Status)
+		st["phase"], st["startedAt"] = PhaseRunning, timestamp(now)
+		claimed, err = tx.ResourceUpdateStatus(ctx, key, st, tc.Metadata.ResourceVersion)
+		if errors.Is(err, store.ErrConflict) {
+			claimed = nil
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return errorf("claim approved call %s: %w", name, err)
+	}
+	if claimed == nil {
+		return nil
+	}
+	v, err := viewOf(claimed)
+	if err != nil {
+		return err
+	}
+	ctx, span := g.tracer.Start(ctx, "warden.toolcall.resume", trace.WithAttributes(
+		attribute.String("warden.toolcall", name), attribute.String("warden.tool", v.Spec.ToolRef.Name)))
+	defer span.End()
+	p := auth.Principal{Tenant: tenant, Namespace: ns, Agent: v.Spec.AgentRef.Name, Kind: auth.KindAgent,
+		Subject: "agent:" + ns + "/" + v.Spec.AgentRef.Name, Environment: claimed.Metadata.Annotations[AnnotationEnvironment]}
+	c := &call{g: g, p: p, now: now, span: span, name: name, obj: claimed,
+		req:   CallRequest{Tool: v.Spec.ToolRef.Name, Execution: v.Spec.ExecutionRef.Name},
+		class: v.Spec.SideEffects.Level, key: v.Spec.SideEffects.IdempotencyKey, input: v.Spec.Input,
+		approvalRequired: true}
+	if c.input == nil {
+		c.input = map[string]any{}
+	}
+	snap, err := g.catalog.get(ctx, tenant)
+	if err != nil {
+		return err
+	}
+	c.snap = snap
+	te, okTool := snap.tools[nsName{ns, c.req.Tool}]
+	ae, okAgent := snap.agents[nsName{ns, p.Agent}]
+	if !okTool || !okAgent || te.broken != "" {
+		c.tool, c.agent = &toolEntry{}, &agentEntry{name: p.Agent}
+		res := &result{failure: apierr.New(apierr.CodeUnavailable, "tool %q or agent %q no longer exists, so the approved call cannot run", c.req.Tool, p.Agent), cost: -1}
+		return c.finish(ctx, res)
+	}
+	c.tool, c.agent = te, ae
+	c.settings = snap.policies.Settings(c.policyInput(resource.HookToolCallRequest, c.input, nil))
+	_, err = g.execute(ctx, c)
+	if _, isAPI := apierr.As(err); isAPI {
+		// The tool's own failure is recorded in the call; the job is done.
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,343 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/warden-dev/warden/app/apierr"
+	"github.com/warden-dev/warden/app/audit"
+	"github.com/warden-dev/warden/app/auth"
+	"github.com/warden-dev/warden/app/events"
+	"github.com/warden-dev/warden/app/policy"
+	"github.com/warden-dev/warden/app/resource"
+	"github.com/warden-dev/warden/app/store"
+)
+
+// Limit scopes of Policy spec.limits.
+const (
+	ScopeTool      = "tool"
+	ScopeAgent     = "agent"
+	ScopeNamespace = "namespace"
+)
+
+// record is step 5: in one transaction, the idempotency claim (or the
+// earlier call that holds it), the usage charges of every bound limit, the
+// ToolCall record and, when approval is needed, the Approval record, plus
+// their events and audit records. A denied call is recorded too, with
+// phase Denied.
+func (c *call) record(ctx context.Context) error {
+	c.name = callPrefix + newSuffix(c.now)
+	if c.denial != nil {
+		return c.recordDenied(ctx, c.denial, events.PolicyDenied)
+	}
+	limits, charges := c.charges()
+	var (
+		obj      *resource.Object
+		holder   *resource.Object
+		denial   *apierr.Error
+		warnings []string
+		evs      []events.Event
+	)
+	err := c.g.rec.do(ctx, c.p.Tenant, func(ctx context.Context, tx store.Tx) error {
+		obj, holder, denial, warnings, evs = nil, nil, nil, nil, nil
+		h, err := tx.IdempotencyClaim(ctx, store.IdempotencyClaim{
+			Namespace: c.p.Namespace, Key: c.key, Call: c.name, Now: c.now, Window: c.settings.IdempotencyWindow, Force: c.req.Force,
+		})
+		if err != nil {
+			return err
+		}
+		if h != "" && h != c.name {
+			o, err := tx.ResourceGet(ctx, resource.Key{Kind: resource.KindToolCall, Namespace: c.p.Namespace, Name: h})
+			switch {
+			case err == nil:
+				holder = o
+				return nil
+			case !errors.Is(err, store.ErrNotFound):
+				return err
+			}
+			// The holder's record is gone (deleted by an operator): the
+			// claim protects nothing any more.
+			if _, err := tx.IdempotencyClaim(ctx, store.IdempotencyClaim{Namespace: c.p.Namespace, Key: c.key, Call: c.name, Now: c.now, Force: true}); err != nil {
+				return err
+			}
+		}
+		totals, exceeded, err := tx.UsageCharge(ctx, charges)
+		if err != nil {
+			return err
+		}
+		w := &txWriter{c: c, tx: tx}
+		if exceeded >= 0 {
+			denial = limitDenied(limits[exceeded], charges[exceeded], totals[exceeded], c)
+			w.event(ctx, events.BudgetExceeded, limitEventData(limits[exceeded], totals[exceeded], "error"))
+			if err := w.denied(ctx, denial); err != nil {
+				return err
+			}
+			if err := tx.IdempotencyRelease(ctx, c.p.Namespace, c.key, c.name); err != nil {
+				return err
+			}
+			evs = w.evs
+			return w.err
+		}
+		for i, l := range limits {
+			if l.Hard() || !over(l, totals[i]) {
+				continue
+			}
+			warnings = append(warnings, fmt.Sprintf("soft limit %s spec.limits[%d] (%s %s): %s", l.Policy, l.Index, l.Scope, l.Match, usageText(l, totals[i])))
+			w.event(ctx, events.BudgetExceeded, limitEventData(l, totals[i], "warning"))
+		}
+		o := newToolCall(c.name, c.p.Namespace, c.p.Environment, c.req.Execution, c.p.Agent, c.req.Tool, c.class, c.key, c.input,
+			c.approvalRequired, ApprovalNotRequired)
+		c.annotate(o)
+		if c.approvalRequired {
+			o.Spec["approval"].(map[string]any)["status"] = ApprovalPending
+			o.Status = map[string]any{"phase": PhaseAwaitingApproval}
+		} else {
+			o.Status = map[string]any{"phase": PhaseRunning, "startedAt": timestamp(c.now)}
+		}
+		if obj, err = tx.ResourceCreate(ctx, o); err != nil {
+			return err
+		}
+		w.event(ctx, events.ToolCallRequested, map[string]any{
+			"tool": c.req.Tool, "agent": c.p.Agent, "environment": c.p.Environment, "sideEffect": c.class,
+			"idempotencyKey": c.key, "approvalRequired": c.approvalRequired, "force": c.req.Force,
+		})
+		w.event(ctx, events.HookDecision, hookDecisionData(resource.HookToolCallRequest, c.decision, c.modified))
+		if c.modified {
+			w.audit(ctx, "toolcalls/modify", "ToolCall/"+c.name, audit.OutcomeAllowed, c.decision.Ref(), "input modified at hook toolCallRequest")
+		}
+		if c.approvalRequired {
+			ap := newApproval(c, c.now.Add(c.settings.ApprovalTimeout))
+			if _, err := tx.ResourceCreate(ctx, ap); err != nil {
+				return err
+			}
+			w.event(ctx, events.ApprovalRequested, map[string]any{
+				"approval": ap.Metadata.Name, "toolCall": c.name, "tool": c.req.Tool, "agent": c.p.Agent,
+				"sideEffect": c.class, "reason": c.approvalReason, "expiresAt": ap.Spec["expiresAt"],
+			})
+		}
+		evs = w.evs
+		return w.err
+	})
+	if err != nil {
+		return errorf("record tool call: %w", err)
+	}
+	c.g.publish(evs)
+	c.warnings = warnings
+	switch {
+	case holder != nil:
+		c.obj, c.replayed, c.name = holder, true, holder.Metadata.Name
+	case denial != nil:
+		c.obj, c.denial = obj, denial
+	default:
+		c.obj = obj
+	}
+	return nil
+}
+
+// annotate adds the call's optional annotations.
+func (c *call) annotate(o *resource.Object) {
+	if c.req.aosExecution != "" {
+		o.Metadata.Annotations[AnnotationAOSExecution] = c.req.aosExecution
+		o.Metadata.Labels[LabelAOSExecution] = executionLabel(c.req.aosExecution)
+	}
+	if c.req.replayOf != "" {
+		o.Metadata.Annotations[AnnotationReplayOf] = c.req.replayOf
+	}
+}
+
+// recordDenied records a call the Guardian refused.
+func (c *call) recordDenied(ctx context.Context, denial *apierr.Error, eventType string) error {
+	var obj *resource.Object
+	var evs []events.Event
+	err := c.g.rec.do(ctx, c.p.Tenant, func(ctx context.Context, tx store.Tx) error {
+		w := &txWriter{c: c, tx: tx}
+		if err := w.deniedWith(ctx, denial, eventType); err != nil {
+			return err
+		}
+		obj, evs = w.obj, w.evs
+		return w.err
+	})
+	if err != nil {
+		return errorf("record denied tool call: %w", err)
+	}
+	c.g.publish(evs)
+	c.obj = obj
+	return nil
+}
+
+// txWriter collects the events of one write and remembers its first error.
+type txWriter struct {
+	c   *call
+	tx  store.Tx
+	evs []events.Event
+	obj *resource.Object
+	err error
+}
+
+func (w *txWriter) event(ctx context.Context, typ string, data map[string]any) {
+	if w.err != nil {
+		return
+	}
+	ev, err := w.tx.EventInsert(ctx, events.Event{
+		Type: typ, Time: w.c.now, Tenant: w.c.p.Tenant, Namespace: w.c.p.Namespace, Subject: "ToolCall/" + w.c.name, Data: data,
+	})
+	if err != nil {
+		w.err = err
+		return
+	}
+	w.evs = append(w.evs, ev)
+}
+
+func (w *txWriter) audit(ctx context.Context, verb, res, outcome, pol, reason string) {
+	if w.err != nil {
+		return
+	}
+	if pol == "" {
+		pol = w.c.p.EffectivePolicy()
+	}
+	_, w.err = w.tx.AuditInsert(ctx, audit.Record{
+		Time: w.c.now, Tenant: w.c.p.Tenant, Actor: w.c.p.Subject, Verb: verb, Namespace: w.c.p.Namespace,
+		Resource: res, Outcome: outcome, Policy: pol, Reason: reason,
+	})
+}
+
+func (w *txWriter) denied(ctx context.Context, denial *apierr.Error) error {
+	return w.deniedWith(ctx, denial, "")
+}
+
+// deniedWith creates the Denied record, its events and its audit record.
+func (w *txWriter) deniedWith(ctx context.Context, denial *apierr.Error, eventType string) error {
+	c := w.c
+	o := newToolCall(c.name, c.p.Namespace, c.p.Environment, c.req.Execution, c.p.Agent, c.req.Tool, c.class, c.key, c.input,
+		c.approvalRequired, ApprovalNotRequired)
+	c.annotate(o)
+	o.Status = map[string]any{"phase": PhaseDenied, "completedAt": timestamp(c.now), "output": errorOutput(denial.Code, denial.Message, denial.Details)}
+	obj, err := w.tx.ResourceCreate(ctx, o)
+	if err != nil {
+		return err
+	}
+	w.obj = obj
+	pol := ""
+	if id, _ := denial.Details["policyId"].(string); id != "" {
+		pol = policy.Ref(id, fmt.Sprint(denial.Details["policyVersion"]))
+	}
+	if eventType != "" {
+		w.event(ctx, eventType, map[string]any{"tool": c.req.Tool, "agent": c.p.Agent, "hook": resource.HookToolCallRequest,
+			"code": denial.Code, "policy": pol, "rule": denial.Details["rule"]})
+	}
+	w.event(ctx, events.HookDecision, map[string]any{"hook": resource.HookToolCallRequest, "action": resource.ActionDeny, "policy": pol,
+		"rule": denial.Details["rule"]})
+	w.audit(ctx, "toolcalls/create", "ToolCall/"+c.name, audit.OutcomeDenied, pol, denial.Code+": "+denial.Message)
+	return w.err
+}
+
+func hookDecisionData(hook string, d policy.Decision, modified bool) map[string]any {
+	return map[string]any{"hook": hook, "action": d.Action, "policy": d.Ref(), "rule": d.Rule, "modified": modified}
+}
+
+// newApproval builds the Approval record of a paused call.
+func newApproval(c *call, expires interface{ Format(string) string }) *resource.Object {
+	return &resource.Object{
+		APIVersion: resource.GroupVersion,
+		Kind:       resource.KindApproval,
+		Metadata: resource.ObjectMeta{
+			Name: ApprovalName(c.name), Namespace: c.p.Namespace,
+			Labels: map[string]string{"warden.dev/agent": c.p.Agent, "warden.dev/tool": c.req.Tool},
+		},
+		Spec: map[string]any{
+			"toolCallRef": map[string]any{"name": c.name},
+			"agentRef":    map[string]any{"name": c.p.Agent},
+			"toolRef":     map[string]any{"name": c.req.Tool},
+			"sideEffect":  c.class,
+			"reason":      c.approvalReason,
+			"expiresAt":   expires.Format("2006-01-02T15:04:05Z07:00"),
+		},
+		Status: map[string]any{"status": ApprovalPending},
+	}
+}
+
+// charges returns the limits that apply to this call and their charges.
+func (c *call) charges() ([]policy.Limit, []store.UsageCharge) {
+	var limits []policy.Limit
+	var charges []store.UsageCharge
+	for _, l := range c.settings.Limits {
+		var subject string
+		switch l.Scope {
+		case ScopeTool:
+			subject = c.req.Tool
+		case ScopeAgent:
+			subject = c.p.Agent
+		case ScopeNamespace:
+			subject = c.p.Namespace
+		default:
+			continue
+		}
+		if l.Match != "*" && l.Match != subject {
+			continue
+		}
+		name, _ := splitRef(l.Policy)
+		ch := store.UsageCharge{
+			UsageKey: store.UsageKey{
+				Key:         c.p.Namespace + "/" + name + "#" + strconv.Itoa(l.Index) + "/" + l.Scope + "=" + subject,
+				WindowStart: c.now.Truncate(l.Duration),
+			},
+			Calls: 1, Cost: c.tool.spec.CostPerCall,
+		}
+		if l.Hard() {
+			ch.MaxCalls, ch.MaxCost = l.MaxCalls, l.MaxCost
+		}
+		limits = append(limits, l)
+		charges = append(charges, ch)
+	}
+	return limits, charges
+}
+
+func over(l policy.Limit, t store.UsageTotal) bool {
+	return l.MaxCalls > 0 && t.Calls > l.MaxCalls || l.MaxCost > 0 && t.Cost > l.MaxCost
+}
+
+func usageText(l policy.Limit, t store.UsageTotal) string {
+	if l.MaxCalls > 0 && t.Calls > l.MaxCalls {
+		return fmt.Sprintf("%d calls, limit %d per %s", t.Calls, l.MaxCalls, l.Duration)
+	}
+	return fmt.Sprintf("cost %.4f USD, limit %.4f per %s", t.Cost, l.MaxCost, l.Duration)
+}
+
+// limitDenied is the error of a hard cap: RateLimited when the call count
+// is capped, BudgetExceeded when the cost is.
+func limitDenied(l policy.Limit, ch store.UsageCharge, t store.UsageTotal, c *call) *apierr.Error {
+	code, what := apierr.CodeBudgetExceeded, fmt.Sprintf("cost %.4f + %.4f USD exceeds the budget of %.4f USD per %s", t.Cost, ch.Cost, l.MaxCost, l.Duration)
+	if l.MaxCalls > 0 && t.Calls+ch.Calls > l.MaxCalls {
+		code, what = apierr.CodeRateLimited, fmt.Sprintf("%d calls per %s reached", l.MaxCalls, l.Duration)
+	}
+	name, version := splitRef(l.Policy)
+	retry := ch.WindowStart.Add(l.Duration).Sub(c.now)
+	return apierr.New(code, "hard limit of policy %s spec.limits[%d] (%s %s) at hook toolCallRequest: %s", l.Policy, l.Index, l.Scope, l.Match, what).
+		WithDetails(map[string]any{"policyId": name, "policyVersion": version, "limit": l.Index, "scope": l.Scope, "match": l.Match,
+			"window": l.Duration.String(), "retryAfterSeconds": int64(retry.Seconds()) + 1})
+}
+
+func limitEventData(l policy.Limit, t store.UsageTotal, severity string) map[string]any {
+	return map[string]any{"severity": severity, "policy": l.Policy, "limit": l.Index, "scope": l.Scope, "match": l.Match,
+		"window": l.Duration.String(), "mode": map[bool]string{true: "hard", false: "soft"}[l.Hard()],
+		"calls": t.Calls, "cost": t.Cost, "maxCalls": l.MaxCalls, "maxCost": l.MaxCost}
+}
+
+// auditRefusal records a call refused before it had a record (unknown
+// tool, unknown agent, unreferenced tool).
+func (g *Gateway) auditRefusal(ctx context.Context, p auth.Principal, verb, res, pol string, e *apierr.Error) {
+	if pol == "" {
+		pol = p.EffectivePolicy()
+	}
+	rec := audit.Record{Time: g.now().UTC(), Tenant: p.Tenant, Actor: p.Subject, Verb: verb, Namespace: p.Namespace,
+		Resource: res, Outcome: audit.OutcomeDenied, Policy: pol, Reason: e.Code + ": " + e.Message}
+	err := g.rec.do(ctx, p.Tenant, func(ctx context.Context, tx store.Tx) error {
+		_, err := tx.AuditInsert(ctx, rec)
+		return err
+	})
+	if err != nil {
+		g.log.ErrorContext(ctx, "audit refused tool call", "err", err)
+	}
+}
