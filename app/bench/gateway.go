@@ -178,7 +178,9 @@ func RunGateway(ctx context.Context, o Options, w io.Writer) ([]Result, error) {
 	return out, nil
 }
 
-func ms(d time.Duration) string { return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 3, 64) + "ms" }
+func ms(d time.Duration) string {
+	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 3, 64) + "ms"
+}
 
 func post(ctx context.Context, c *http.Client, url, token, body string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
