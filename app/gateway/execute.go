@@ -91,21 +91,15 @@ func (c *call) finish(ctx context.Context, res *result) error {
 	var obj *resource.Object
 	var evs []events.Event
 	err := c.g.rec.do(ctx, c.p.Tenant, func(ctx context.Context, tx store.Tx) error {
-		key := resource.Key{Kind: resource.KindToolCall, Namespace: c.p.Namespace, Name: c.name}
-		cur, err := tx.ResourceGet(ctx, key)
-		if err != nil {
-			return err
-		}
-		st := cur.Status
-		if st == nil {
-			st = map[string]any{}
-		} else {
-			st = cloneMap(st)
-		}
+		// Only this executor writes a running call (cancel refuses it), so
+		// the status it claimed is the stored one.
+		key := c.obj.Key()
+		st := cloneMap(c.obj.Status)
 		st["phase"], st["completedAt"], st["output"] = phase, timestamp(done), outMap
 		if _, ok := st["startedAt"]; !ok {
 			st["startedAt"] = timestamp(c.now)
 		}
+		var err error
 		if obj, err = tx.ResourceUpdateStatus(ctx, key, st, ""); err != nil {
 			return err
 		}
@@ -142,7 +136,9 @@ func (c *call) finish(ctx context.Context, res *result) error {
 		} else if res.modified || res.report.Redacted() {
 			w.audit(ctx, "toolcalls/modify", "ToolCall/"+c.name, audit.OutcomeAllowed, res.decision.Ref(), "result modified at hook toolCallResult")
 		}
-		w.event(ctx, events.HookDecision, hd)
+		if res.decision.Policy != "" || res.modified || res.block != nil || res.report.Any() {
+			w.event(ctx, events.HookDecision, hd)
+		}
 		evs = w.evs
 		return w.err
 	})

@@ -27,10 +27,10 @@ import (
 )
 
 // backends are the store URLs every scenario runs against.
-func backends() map[string]func(t *testing.T) string {
-	return map[string]func(t *testing.T) string{
-		"sqlite":   func(t *testing.T) string { return "sqlite://" + filepath.Join(t.TempDir(), "warden.db") },
-		"postgres": func(t *testing.T) string { return pgtest.NewDatabase(t) },
+func backends() map[string]func(t testing.TB) string {
+	return map[string]func(t testing.TB) string{
+		"sqlite":   func(t testing.TB) string { return "sqlite://" + filepath.Join(t.TempDir(), "warden.db") },
+		"postgres": func(t testing.TB) string { return pgtest.NewDatabase(t) },
 	}
 }
 
@@ -45,7 +45,7 @@ type toolServer struct {
 	headers map[string]http.Header
 }
 
-func newToolServer(t *testing.T) *toolServer {
+func newToolServer(t testing.TB) *toolServer {
 	ts := &toolServer{calls: map[string]int{}, headers: map[string]http.Header{}, hold: make(chan struct{})}
 	ts.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -212,7 +212,7 @@ spec:
 
 // env is a running Warden (control plane and gateway) on a store.
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	st     store.Store
 	srv    *server.Server
 	cpURL  string
@@ -252,7 +252,7 @@ type envOptions struct {
 	admin string
 }
 
-func start(t *testing.T, o envOptions) *env {
+func start(t testing.TB, o envOptions) *env {
 	t.Helper()
 	ctx := context.Background()
 	st := o.st
@@ -297,7 +297,7 @@ func (e *env) stop() {
 }
 
 // newEnv starts Warden with the fixture applied.
-func newEnv(t *testing.T, storeURL string) *env {
+func newEnv(t testing.TB, storeURL string) *env {
 	t.Helper()
 	ts := newToolServer(t)
 	e := start(t, envOptions{storeURL: storeURL, tools: ts})
@@ -336,7 +336,7 @@ func (r resp) output() map[string]any {
 	return m
 }
 
-func do(t *testing.T, method, url, token string, body any, header map[string]string) resp {
+func do(t testing.TB, method, url, token string, body any, header map[string]string) resp {
 	t.Helper()
 	var rdr io.Reader
 	switch b := body.(type) {

@@ -103,7 +103,12 @@ func (c *call) record(ctx context.Context) error {
 			"tool": c.req.Tool, "agent": c.p.Agent, "environment": c.p.Environment, "sideEffect": c.class,
 			"idempotencyKey": c.key, "approvalRequired": c.approvalRequired, "force": c.req.Force,
 		})
-		w.event(ctx, events.HookDecision, hookDecisionData(resource.HookToolCallRequest, c.decision, c.modified))
+		// A HookDecision is recorded when the Guardian did something: a
+		// rule fired, the input changed or approval is required. A plain
+		// allow with no rule firing is in ToolCallRequested already.
+		if c.decision.Policy != "" || c.modified || c.approvalRequired {
+			w.event(ctx, events.HookDecision, hookDecisionData(resource.HookToolCallRequest, c.decision, c.modified))
+		}
 		if c.modified {
 			w.audit(ctx, "toolcalls/modify", "ToolCall/"+c.name, audit.OutcomeAllowed, c.decision.Ref(), "input modified at hook toolCallRequest")
 		}
