@@ -31,6 +31,9 @@ func newDescribeCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if k.Kind == resource.KindToolCall {
+				return describeToolCall(cmd.Context(), a.env.Stdout, c, obj, a.env.Now())
+			}
 			return describe(a.env.Stdout, obj, a.env.Now())
 		},
 	}

@@ -16,6 +16,8 @@ type getOptions struct {
 	selector      string
 	output        string
 	watch         bool
+	// filters are --agent, --tool, --phase, --since (toolcalls.go).
+	filters recordFilters
 }
 
 func newGetCmd(a *app) *cobra.Command {
@@ -31,7 +33,8 @@ then starts with the event type (ADDED, MODIFIED, DELETED).`,
 		Example: `  warden get agents
   warden get tools -l team=support -o wide
   warden get compiledagentmanifest support-bot-g1 -o yaml
-  warden get agents -A --watch`,
+  warden get agents -A --watch
+  warden get toolcalls --agent support-bot --since 1h --phase Failed`,
 		Args: rangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(o.output); err != nil {
@@ -48,6 +51,9 @@ then starts with the event type (ADDED, MODIFIED, DELETED).`,
 					return usagef("a NAME cannot be combined with --selector or --all-namespaces")
 				}
 			}
+			if err := o.filters.check(k, name); err != nil {
+				return err
+			}
 			return a.get(cmd.Context(), k, name, o)
 		},
 	}
@@ -57,6 +63,7 @@ then starts with the event type (ADDED, MODIFIED, DELETED).`,
 	f.StringVarP(&o.selector, "selector", "l", "", "label selector, e.g. team=support,tier in (gold,silver)")
 	f.StringVarP(&o.output, "output", "o", outTable, "output format: table, wide, json or yaml")
 	f.BoolVarP(&o.watch, "watch", "w", false, "after listing, print changes as they happen")
+	o.filters.addFlags(f)
 	return cmd
 }
 
@@ -98,7 +105,7 @@ func (a *app) get(ctx context.Context, k resource.KindInfo, name string, o getOp
 			}
 		}
 		for i, n := range namespaces {
-			l, err := c.ListAll(ctx, k.Plural, n, client.ListOptions{Selector: o.selector})
+			l, err := o.filters.list(ctx, c, k, n, o.selector)
 			if err != nil {
 				return err
 			}
@@ -124,6 +131,9 @@ func (a *app) get(ctx context.Context, k resource.KindInfo, name string, o getOp
 	}
 
 	cols := tableColumns(k.Kind, o.output == outWide, allNS, a.env.Now())
+	if k.Kind == resource.KindToolCall {
+		cols = toolCallColumns(o.output == outWide, allNS, a.env.Now())
+	}
 	t := &table{w: a.env.Stdout}
 	if !o.watch {
 		if len(items) == 0 {
@@ -165,6 +175,7 @@ func (a *app) watch(ctx context.Context, c *client.Client, k resource.KindInfo, 
 	if o.selector != "" {
 		sel = append(sel, o.selector)
 	}
+	sel = append(sel, o.filters.selector()...)
 	table := o.output == outTable || o.output == outWide
 	emit := func(ev client.WatchEvent) error {
 		switch o.output {

@@ -64,6 +64,9 @@ current context of $WARDEN_HOME/config.yaml (written by 'warden up').`,
 		newTokenCmd(a),
 		newAPIKeysCmd(a),
 		newBenchCmd(a),
+		newToolCallsCmd(a),
+		newApprovalsCmd(a),
+		newDemoCmd(a),
 	)
 	return root
 }
