@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -61,7 +62,8 @@ type Report struct {
 	// replaced by the truncated shape (see Apply).
 	Truncated bool `json:"truncated,omitempty"`
 	// OriginalBytes is the length of the canonical JSON of the result
-	// before truncation, when Truncated.
+	// before truncation, when Truncated; -1 if the result had no JSON
+	// encoding at all (then the truncated text is empty).
 	OriginalBytes int64 `json:"originalBytes,omitempty"`
 }
 
@@ -69,8 +71,9 @@ type Report struct {
 type PathFinding struct {
 	// Path locates the string: "$" for the root, ".name" or "['odd
 	// name']" for an object member, "[2]" for an array element, as in
-	// $.items[2].body. Member names appear as Apply returns them, so a
-	// name with personal data shows its placeholders.
+	// $.items[2].body. Member names in paths are always redacted
+	// (personal data, secrets and injections replaced by placeholders,
+	// hidden characters dropped), whatever the options.
 	Path string `json:"path"`
 	// Key is true when the finding is in the member name at Path rather
 	// than in its value.
@@ -92,9 +95,9 @@ const TruncatedOverhead = len(`{"originalBytes":`) + 19 + len(`,"text":"`) + len
 // Every string is scanned: object member values and array elements, and
 // object member names too. Injection scanning runs first (opts.Injection),
 // then redaction (opts.RedactPII), so that text revealed by stripping
-// hidden characters is still redacted. A member whose name says it holds
-// a secret (password, client_secret, apiKey, ...) has its string value
-// replaced by "[REDACTED:SECRET]" whole. A member name that redaction
+// hidden characters is still redacted. With RedactPII, a member whose name
+// says it holds a secret (password, client_secret, apiKey, ...) has its
+// string value replaced by "[REDACTED:SECRET]" whole. A member name that redaction
 // changes is renamed; if two names collide, later ones (in sorted order of
 // the original names) get "~2", "~3", ... appended. Numbers are not
 // scanned.
@@ -115,7 +118,7 @@ func Apply(v any, opts Options) (any, Report) {
 	if _, err := ParseMode(string(w.mode)); err != nil {
 		w.mode = ModeBlock // fail closed on a mode Validate would reject
 	}
-	out := w.walk(v)
+	out, _ := w.walk(v)
 	rep := w.rep
 	slices.SortStableFunc(rep.Injections, func(a, b PathFinding) int {
 		if c := strings.Compare(a.Path, b.Path); c != 0 {
@@ -132,7 +135,7 @@ func Apply(v any, opts Options) (any, Report) {
 	if rep.Blocked {
 		return nil, rep
 	}
-	if opts.MaxBytes > 0 && sizeBound(out, opts.MaxBytes) > opts.MaxBytes {
+	if opts.MaxBytes > 0 && w.bound > opts.MaxBytes {
 		raw, err := canonical(out)
 		if err != nil || int64(len(raw)) > opts.MaxBytes {
 			n := int64(len(raw))
@@ -153,6 +156,10 @@ type walker struct {
 	mode Mode
 	rep  Report
 	path []pathElem
+	// bound is an upper bound of the length of the output's JSON, kept
+	// while walking so that a result far below MaxBytes is never encoded:
+	// strings count 6 bytes per byte (\u00xx), numbers 25.
+	bound int64
 }
 
 // pathElem is one step of a JSON path: an object member or array index.
@@ -162,41 +169,53 @@ type pathElem struct {
 	isIdx bool
 }
 
-func (w *walker) walk(v any) any {
+// walk returns the scanned copy of v, and whether it is a different value
+// from v (a new container or a changed string) rather than v itself.
+func (w *walker) walk(v any) (any, bool) {
 	switch t := v.(type) {
 	case string:
-		return w.str(t, false, false)
+		out := w.str(t, false, false)
+		w.bound += 2 + 6*int64(len(out))
+		if out == t {
+			return v, false // the same string, without boxing it again
+		}
+		return out, true
 	case map[string]any:
 		if t == nil {
-			return t
+			return v, false
 		}
-		return w.object(t)
+		return w.object(t), true
 	case []any:
 		if t == nil {
-			return t
+			return v, false
 		}
+		w.bound += 1 + int64(len(t))
 		out := make([]any, len(t))
 		for i, e := range t {
 			w.path = append(w.path, pathElem{index: i, isIdx: true})
-			out[i] = w.walk(e)
+			out[i], _ = w.walk(e)
 			w.path = w.path[:len(w.path)-1]
 		}
-		return out
-	case nil, bool, float64, float32, json.Number, int, int8, int16, int32, int64,
+		return out, true
+	case json.Number:
+		w.bound += max(25, int64(len(t)))
+		return v, false
+	case nil, bool, float64, float32, int, int8, int16, int32, int64,
 		uint, uint8, uint16, uint32, uint64:
-		return t
+		w.bound += 25
+		return v, false
 	case map[string]string:
 		if t == nil {
-			return map[string]any(nil)
+			return map[string]any(nil), true
 		}
 		m := make(map[string]any, len(t))
 		for k, s := range t {
 			m[k] = s
 		}
-		return w.object(m)
+		return w.object(m), true
 	case []string:
 		if t == nil {
-			return []any(nil)
+			return []any(nil), true
 		}
 		a := make([]any, len(t))
 		for i, s := range t {
@@ -207,55 +226,75 @@ func (w *walker) walk(v any) any {
 	// Some other Go value: scan what its JSON says, or drop it.
 	raw, err := json.Marshal(v)
 	if err != nil {
-		return nil
+		return nil, true
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var g any
 	if err := dec.Decode(&g); err != nil {
-		return nil
+		return nil, true
 	}
-	return w.walk(g)
+	out, _ := w.walk(g)
+	return out, true
 }
 
-// object walks a JSON object, renaming members whose names change.
+// object walks a JSON object. The copy starts as a clone of t (cheaper
+// than inserting member by member) and gets the members that change;
+// renamed members move to their new names once every name that stays is
+// known.
 func (w *walker) object(t map[string]any) map[string]any {
-	out := make(map[string]any, len(t))
+	w.bound += 1 + int64(len(t))
+	out := maps.Clone(t)
 	var renamed map[string]string
-	for k := range t {
+	var moved map[string]any
+	for k, v := range t {
 		w.path = append(w.path, pathElem{name: k})
 		nk := w.str(k, true, false)
+		nv, changed := w.member(k, v)
 		w.path = w.path[:len(w.path)-1]
+		w.bound += 3 + 6*int64(len(nk))
 		if nk != k {
 			if renamed == nil {
-				renamed = map[string]string{}
+				renamed, moved = map[string]string{}, map[string]any{}
 			}
-			renamed[k] = nk
+			renamed[k], moved[k] = nk, nv
+			continue
+		}
+		if changed {
+			out[k] = nv
 		}
 	}
-	if renamed != nil {
-		assignNames(t, renamed)
+	if renamed == nil {
+		return out
 	}
-	for k, v := range t {
-		name := k
-		if nk, ok := renamed[k]; ok {
-			name = nk
-		}
-		w.path = append(w.path, pathElem{name: name})
-		if s, ok := v.(string); ok {
-			out[name] = w.str(s, false, w.opts.RedactPII && isSecretKey(k))
-		} else {
-			out[name] = w.walk(v)
-		}
-		w.path = w.path[:len(w.path)-1]
+	for k := range renamed {
+		delete(out, k)
+	}
+	assignNames(out, renamed)
+	for k, name := range renamed {
+		out[name] = moved[k]
 	}
 	return out
 }
 
+// member walks the value of the member named k.
+func (w *walker) member(k string, v any) (any, bool) {
+	if s, ok := v.(string); ok {
+		out := w.str(s, false, w.opts.RedactPII && isSecretKey(k))
+		w.bound += 2 + 6*int64(len(out))
+		if out == s {
+			return v, false
+		}
+		return out, true
+	}
+	return w.walk(v)
+}
+
 // assignNames makes the new names of renamed members unique: a name taken
-// by a member that keeps its name, or by an earlier renamed member (in
-// sorted order of the original names), gets "~2", "~3", ... appended.
-func assignNames(t map[string]any, renamed map[string]string) {
+// by a member that keeps its name (in out), or by an earlier renamed
+// member in sorted order of the original names, gets "~2", "~3", ...
+// appended.
+func assignNames(out map[string]any, renamed map[string]string) {
 	olds := make([]string, 0, len(renamed))
 	for k := range renamed {
 		olds = append(olds, k)
@@ -264,7 +303,7 @@ func assignNames(t map[string]any, renamed map[string]string) {
 	taken := make(map[string]bool, len(renamed))
 	for _, k := range olds {
 		name := renamed[k]
-		for n := 2; taken[name] || inUnrenamed(t, renamed, name); n++ {
+		for n := 2; taken[name] || hasKey(out, name); n++ {
 			name = renamed[k] + "~" + strconv.Itoa(n)
 		}
 		taken[name] = true
@@ -272,12 +311,9 @@ func assignNames(t map[string]any, renamed map[string]string) {
 	}
 }
 
-func inUnrenamed(t map[string]any, renamed map[string]string, name string) bool {
-	if _, ok := t[name]; !ok {
-		return false
-	}
-	_, moved := renamed[name]
-	return !moved
+func hasKey(m map[string]any, k string) bool {
+	_, ok := m[k]
+	return ok
 }
 
 func isSecretKey(k string) bool {
@@ -289,6 +325,9 @@ func isSecretKey(k string) bool {
 // scanning, then redaction; isKey marks a member name, secretValue a value
 // whose member name says it is a secret.
 func (w *walker) str(s string, isKey, secret bool) string {
+	if plainWord(s) && !secret {
+		return s
+	}
 	out := s
 	if w.mode != ModeOff {
 		o, fs, blocked := ApplyInjection(s, w.mode)
@@ -316,6 +355,22 @@ func (w *walker) str(s string, isKey, secret bool) string {
 		out = o
 	}
 	return out
+}
+
+// plainWord reports whether s is a short run of ASCII letters and digits
+// ("id", "title", "open", "d73a4a"): no detector matches one of at most 8
+// bytes (the shortest, a UK National Insurance number, has 9), so member
+// names and enum values skip the scanners.
+func plainWord(s string) bool {
+	if len(s) > 8 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !isAlnum(s[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // sanitize redacts the text of a truncated result like a string value,
@@ -347,17 +402,20 @@ func (w *walker) pathString() string {
 			b.WriteByte(']')
 			continue
 		}
-		if isIdentifier(e.name) {
+		// Names are redacted whatever the options, so that a report never
+		// carries text it found.
+		name := RedactString(redactInjection(e.name, ScanInjection(e.name)))
+		if isIdentifier(name) {
 			b.WriteByte('.')
-			b.WriteString(e.name)
+			b.WriteString(name)
 			continue
 		}
 		b.WriteString("['")
-		for i := 0; i < len(e.name); i++ {
-			if c := e.name[i]; c == '\'' || c == '\\' {
+		for i := 0; i < len(name); i++ {
+			if c := name[i]; c == '\'' || c == '\\' {
 				b.WriteByte('\\')
 			}
-			b.WriteByte(e.name[i])
+			b.WriteByte(name[i])
 		}
 		b.WriteString("']")
 	}

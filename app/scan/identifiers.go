@@ -3,14 +3,16 @@ package scan
 import "net/netip"
 
 // isLocalByte reports the bytes allowed in the local part of an e-mail
-// address (the common subset of RFC 5322's atext, plus dots).
+// address: the common subset of RFC 5322's atext, dots, and UTF-8 (RFC
+// 6531).
 func isLocalByte(c byte) bool {
-	return isAlnum(c) || c == '.' || c == '_' || c == '%' || c == '+' || c == '-'
+	return isAlnum(c) || c == '.' || c == '_' || c == '%' || c == '+' || c == '-' || c >= 0x80
 }
 
 // email matches an address around the '@' at at: a local part of up to 64
 // bytes and a domain of at least two labels whose last label (the TLD) is
-// at least two letters. user@localhost and pkg@1.2.3 are not addresses.
+// at least two ASCII letters; other labels may be internationalized.
+// user@localhost and pkg@1.2.3 are not addresses.
 // It returns the end of the address, or 0.
 func (r *redactor) email(at int) int {
 	s := r.s
@@ -20,6 +22,9 @@ func (r *redactor) email(at int) int {
 	}
 	if start > r.last && isLocalByte(s[start-1]) {
 		return 0 // local part longer than 64 bytes
+	}
+	for start < at && s[start]&0xC0 == 0x80 {
+		start++ // not in the middle of a character
 	}
 	if start >= 1 && s[start-1] == '\\' && isEscapeLetter(s[start]) {
 		start++ // the n of a literal \n escape before the address
@@ -36,7 +41,7 @@ func (r *redactor) email(at int) int {
 	tldStart := j
 	for {
 		k := j
-		for k < len(s) && k-j < 63 && (isAlnum(s[k]) || s[k] == '-') {
+		for k < len(s) && k-j < 63 && (isAlnum(s[k]) || s[k] == '-' || s[k] >= 0x80) {
 			k++
 		}
 		if k == j || s[j] == '-' || s[k-1] == '-' {
@@ -88,10 +93,12 @@ func (r *redactor) ipv6(i int) int {
 		j--
 	}
 	if j < len(s) && (isWordByte(s[j]) || s[j] == '-') {
+		r.v6Fail = j
 		return 0
 	}
 	a, err := netip.ParseAddr(s[i:j])
 	if err != nil || !a.Is6() {
+		r.v6Fail = j
 		return 0
 	}
 	if j+1 < len(s) && s[j] == '%' && isAlnum(s[j+1]) {

@@ -3,6 +3,7 @@ package scan
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // Mode says what happens to a tool result with prompt-injection findings.
@@ -47,7 +48,8 @@ func ScanInjection(s string) []Finding {
 // stripped), the findings with offsets in s, and whether the result must
 // be blocked (ModeBlock with a finding of medium or high severity).
 // ModeOff returns s without scanning. A mode ParseMode rejects is treated
-// as ModeBlock, so a typo in a policy fails closed.
+// as ModeBlock, so a typo in a policy fails closed. When ModeRedact changes
+// text that is not valid UTF-8, its invalid bytes become U+FFFD.
 func ApplyInjection(s string, m Mode) (string, []Finding, bool) {
 	switch m {
 	case ModeOff, "":
@@ -87,19 +89,33 @@ func redactInjection(s string, fs []Finding) string {
 	}
 	var b strings.Builder
 	b.Grow(len(s))
+	// Dropping a hidden character must not join the bytes around it into
+	// a new character: in text that is not UTF-8, invalid bytes become
+	// U+FFFD (as encoding/json would write them).
+	valid := utf8.ValidString(s)
+	put := func(p string) {
+		if !valid {
+			p = strings.ToValidUTF8(p, "\uFFFD")
+		}
+		b.WriteString(p)
+	}
 	last := 0
 	for _, f := range fs {
-		b.WriteString(s[last:f.Start])
+		put(s[last:f.Start])
 		switch {
 		case f.Kind.isHidden():
 		case f.Severity >= SeverityMedium:
 			b.WriteString(PlaceholderInjection)
-		default:
+		case valid:
 			writeVisible(&b, s[f.Start:f.End])
+		default:
+			var v strings.Builder
+			writeVisible(&v, s[f.Start:f.End])
+			put(v.String())
 		}
 		last = f.End
 	}
-	b.WriteString(s[last:])
+	put(s[last:])
 	return b.String()
 }
 
@@ -179,9 +195,16 @@ func (sc *injector) run() {
 // continues.
 func (sc *injector) word(i int) int {
 	s := sc.s
-	alnum := i
-	for alnum < len(s) && isAlnum(s[alnum]) {
-		alnum++
+	alnum, lowerOnly := i, true
+	for alnum < len(s) {
+		if c := s[alnum]; isLower(c) {
+			alnum++
+		} else if isAlnum(c) {
+			lowerOnly = false
+			alnum++
+		} else {
+			break
+		}
 	}
 	end := wordEnd(s, alnum)
 	if end-i >= 16 || (end < len(s) && (s[end] == '+' || s[end] == '/' || s[end] == '-')) {
@@ -189,7 +212,9 @@ func (sc *injector) word(i int) int {
 			return e
 		}
 	}
-	if mayStartPhrase(s, i, alnum) {
+	if mayStartPhrase(s, i, alnum) && (!lowerOnly || !isPlainEnd(s, alnum) || headOf(s[i:alnum]) != headNone) {
+		// A word in lower case that ends plainly is its own normal form:
+		// only a phrase head is worth reading.
 		w := readWord(s, i)
 		if w.n > 0 && !w.long {
 			if e := sc.phrase(i, &w); e > 0 {

@@ -12,10 +12,10 @@ const maxGroups = 24
 
 // group is one run of digits inside a numeric run.
 type group struct {
-	start, end int  // the digits
-	open, close int // the group with its parentheses, if paren
-	sep        byte // separator before the group: 0 for the first, ' ', '-', '.', '/'
-	paren      bool // written as "(415)"
+	start, end  int  // the digits
+	open, close int  // the group with its parentheses, if paren
+	sep         byte // separator before the group: 0 for the first, ' ', '-', '.', '/'
+	paren       bool // written as "(415)"
 }
 
 func (g group) digits() int { return g.end - g.start }
@@ -119,8 +119,24 @@ func (r *redactor) numeric(i int) int {
 		return i
 	}
 	rs := run{r: r, gs: gs[:ng], plus: plus, start: runStart}
+	// A run that touches a placeholder through a separator ("].0.0.0",
+	// "2671.[") is read as joined to it, as it was to the text the
+	// placeholder replaced, so that redacting twice changes nothing more.
+	if !plus && !gs[0].paren && runStart >= 2 && isNumberSep(s[runStart-1]) && s[runStart-2] == ']' {
+		gs[0].sep = s[runStart-1]
+	}
+	if e := gs[ng-1].close; e+1 < n && isNumberSep(s[e]) && s[e+1] == '[' {
+		rs.tail = s[e]
+	}
 	rs.detect()
 	end := gs[ng-1].close
+	// The last group may start an IPv6 address ("... 0::1"), as it would
+	// in a run of its own.
+	if last := gs[ng-1]; rs.free < ng && r.last <= last.start && last.sep != '.' && end < n && s[end] == ':' && last.digits() <= 4 {
+		if e := r.ipv6(last.start); e > 0 {
+			return e
+		}
+	}
 	if r.last > end {
 		end = r.last
 	}
@@ -132,8 +148,18 @@ type run struct {
 	r     *redactor
 	gs    []group
 	plus  bool
-	start int // the '+' of an international number, or the first group
-	free  int // the first group after the last match
+	start int  // the '+' of an international number, or the first group
+	free  int  // the first group after the last match
+	tail  byte // separator to a placeholder after the last group, or 0
+}
+
+// after returns the separator after group b-1: before group b, or the
+// tail after the last group.
+func (u *run) after(b int) byte {
+	if b < len(u.gs) {
+		return u.gs[b].sep
+	}
+	return u.tail
 }
 
 func (u *run) detect() {
@@ -194,7 +220,7 @@ func (u *run) ipv4(a int) int {
 			return a
 		}
 	}
-	if a+4 < len(gs) && gs[a+4].sep == '.' {
+	if u.after(a+4) == '.' {
 		return a
 	}
 	return a + 4
@@ -212,7 +238,7 @@ func (u *run) ssn(a int) int {
 	if g1.paren || g2.paren || g3.paren || g1.digits() != 3 || g2.digits() != 2 || g3.digits() != 4 || g2.sep != '-' || g3.sep != '-' {
 		return a
 	}
-	if a+3 < len(gs) && gs[a+3].sep == '-' {
+	if u.after(a+3) == '-' {
 		return a
 	}
 	area, grp, serial := u.value(g1), u.value(g2), u.value(g3)
@@ -291,7 +317,8 @@ func (u *run) luhn(a, b int) bool {
 // phone matches a national phone number written with separators: the
 // North American 3-3-4 form with an optional leading 1 and parentheses
 // around the area code, or 10 to 11 digits in groups of 2 to 6 starting
-// with the trunk prefix 0 (020 7946 0958, 01 23 45 67 89, 07911 123456).
+// with the trunk prefix 0 (020 7946 0958, 01 23 45 67 89, 07911 123456),
+// or up to 17 after the international prefix 00.
 // Plain digit runs, dates and anything joined by '/' are left alone.
 func (u *run) phone(a int) int {
 	if b := u.nanp(a); b > a {
@@ -325,7 +352,7 @@ func (u *run) nanp(a int) int {
 	if (k > a && area.sep == '/') || exch.sep == '/' || line.sep == '/' {
 		return a
 	}
-	if k+3 < len(gs) && gs[k+3].sep != ' ' {
+	if sep := u.after(k + 3); sep != 0 && sep != ' ' {
 		return a // "415-555-2671-99" is part of something longer
 	}
 	return k + 3
@@ -343,6 +370,12 @@ func (u *run) trunk(a int) int {
 	if u.date(a) {
 		return a
 	}
+	// The international prefix 00 (0044 20 7946 0958) allows a whole
+	// E.164 number after it.
+	maxDigits := 11
+	if gs[a].digits() >= 2 && s[gs[a].start+1] == '0' {
+		maxDigits = 17
+	}
 	digits := 0
 	best := a
 	for b := a; b < len(gs); b++ {
@@ -351,15 +384,14 @@ func (u *run) trunk(a int) int {
 			break
 		}
 		digits += g.digits()
-		if digits > 11 {
+		if digits > maxDigits {
 			break
 		}
-		if b > a && digits >= 10 {
+		// The longest number that does not stop inside a longer one
+		// ("0000 123-45-6789": not "0000 123").
+		if sep := u.after(b + 1); b > a && digits >= 10 && (sep == 0 || sep == ' ') {
 			best = b + 1
 		}
-	}
-	if best > a && best < len(gs) && gs[best].sep != ' ' {
-		return a
 	}
 	return best
 }

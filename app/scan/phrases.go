@@ -70,10 +70,8 @@ func headLengths(c byte) uint32 {
 // Words the normalizer would change in length (an apostrophe, '@' or '$',
 // a non-ASCII byte right after) always qualify.
 func mayStartPhrase(s string, i, end int) bool {
-	if end < len(s) {
-		if c := s[end]; c == '\'' || c == '@' || c == '$' || c >= 0x80 {
-			return true
-		}
+	if !isPlainEnd(s, end) {
+		return true
 	}
 	c := s[i]
 	if isDigit(c) {
@@ -81,6 +79,18 @@ func mayStartPhrase(s string, i, end int) bool {
 	}
 	n := end - i
 	return n < 32 && headLengths(lower(c))>>n&1 != 0
+}
+
+// isPlainEnd reports whether the run of letters and digits that ends at
+// end is a whole word for the normalizer: not followed by an apostrophe,
+// '@', '$' or a non-ASCII byte.
+func isPlainEnd(s string, end int) bool {
+	if end < len(s) {
+		if c := s[end]; c == '\'' || c == '@' || c == '$' || c >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 func headOf(w string) head {

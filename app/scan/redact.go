@@ -51,6 +51,12 @@ type redactor struct {
 	// pemNoEnd is the offset from which no "-----END " follows, once a
 	// search found none (0: not searched).
 	pemNoEnd int
+	// v6Fail is the end of the last run of hex digits, colons and dots
+	// that looked like an IPv6 address (two colons or more) and was not
+	// one: nothing inside it is matched either, so that its tail
+	// ("00.0.0.000" of "0::00.0.0.000") does not become an address
+	// that, once redacted, would make its head ("0::") one.
+	v6Fail int
 }
 
 func scanPII(s string) []Finding {
@@ -104,7 +110,9 @@ func (r *redactor) run() {
 			}
 			i++
 		case c == ':':
-			if i+1 < n && s[i+1] == ':' && (i == 0 || (!isWordByte(s[i-1]) && s[i-1] != ':')) {
+			// Not after a word, a colon or a placeholder: the tail of
+			// something else ("std::", "1.2.3.4::0") is no address.
+			if i+1 < n && s[i+1] == ':' && i >= r.v6Fail && (i == 0 || (!isWordByte(s[i-1]) && s[i-1] != ':' && s[i-1] != ']')) {
 				if end := r.ipv6(i); end > 0 {
 					i = end
 					continue
@@ -123,8 +131,14 @@ func (r *redactor) word(i int) int {
 	s := r.s
 	c := s[i]
 	end := wordEnd(s, i)
+	if i < r.v6Fail {
+		return end
+	}
+	// An IPv6 address does not start inside a longer run of colons and
+	// hex digits ("0A0::0::0" is not an address, nor is its tail).
+	v6 := end-i <= 4 && end < len(s) && s[end] == ':' && (i == 0 || (s[i-1] != ':' && s[i-1] != '.'))
 	if isDigit(c) {
-		if end-i <= 4 && end < len(s) && s[end] == ':' {
+		if v6 {
 			if e := r.ipv6(i); e > 0 {
 				return e
 			}
@@ -155,7 +169,7 @@ func (r *redactor) word(i int) int {
 			return e
 		}
 	}
-	if isHex(c) && end-i <= 4 && end < len(s) && s[end] == ':' {
+	if v6 && isHex(c) {
 		if e := r.ipv6(i); e > 0 {
 			return e
 		}

@@ -39,6 +39,7 @@ func TestRedact(t *testing.T) {
 		{"email in angle brackets", "From: Bob <bob@mail.example.com>", "From: Bob <[REDACTED:EMAIL]>"},
 		{"email after escaped newline", `line\nbob@example.org`, `line\n[REDACTED:EMAIL]`},
 		{"email at sentence end", "write to ops@example.com.", "write to [REDACTED:EMAIL]."},
+		{"internationalized email", "an josé@münchen.example.de schreiben", "an [REDACTED:EMAIL] schreiben"},
 		{"no email: user@localhost", "ssh user@localhost", "ssh user@localhost"},
 		{"no email: package version", "npm i left-pad@1.3.0", "npm i left-pad@1.3.0"},
 		{"no email: mention", "thanks @alice and @bob.", "thanks @alice and @bob."},
@@ -55,6 +56,7 @@ func TestRedact(t *testing.T) {
 		{"UK national", "ring 020 7946 0958 today", "ring [REDACTED:PHONE] today"},
 		{"UK mobile", "07911 123456", "[REDACTED:PHONE]"},
 		{"French national", "01 23 45 67 89", "[REDACTED:PHONE]"},
+		{"international prefix 00", "Tel. 0044 20 7946 0958.", "Tel. [REDACTED:PHONE]."},
 		{"no phone: ISO date", "due 2024-01-15", "due 2024-01-15"},
 		{"no phone: ISO timestamp", "at 2024-01-15 10:30:00Z", "at 2024-01-15 10:30:00Z"},
 		{"no phone: European date and time", "am 01.02.2024 12:00", "am 01.02.2024 12:00"},
@@ -246,5 +248,23 @@ func checkFindings(t testing.TB, in string, fs []scan.Finding) {
 			t.Fatalf("bad finding %+v after offset %d in %d bytes: %v", f, last, len(in), fs)
 		}
 		last = f.End
+	}
+}
+
+// TestShortWordsHaveNoFindings backs the shortcut Apply takes for member
+// names and values of at most 8 letters and digits: no detector matches
+// one, so skipping the scanners changes nothing.
+func TestShortWordsHaveNoFindings(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{
+		"AB123456", "AKIA1234", "12345678", "99999999", "ignore", "system", "jailbrea", "DE893704",
+		"4111111", "deadbeef", "FFFFFFFF", "0", "wk", "eyJhbGci", "dan", "xoxb", "ghp", "act", "actas",
+	} {
+		if _, fs := scan.Redact(s); fs != nil {
+			t.Errorf("Redact(%q) = %v", s, fs)
+		}
+		if fs := scan.ScanInjection(s); fs != nil {
+			t.Errorf("ScanInjection(%q) = %v", s, fs)
+		}
 	}
 }

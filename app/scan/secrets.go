@@ -216,10 +216,6 @@ func (r *redactor) keyValue(i, wordEnd int) int {
 	if k-i < 6 || k-i > 64 || (k < len(s) && isKeyByte(s[k])) {
 		return 0
 	}
-	// Every secret key ends in one of these letters; most keys do not.
-	if !isOneOf(lower(s[k-1]), "detyn") {
-		return 0
-	}
 	j := k
 	for q := 0; q < 2 && j < len(s) && (s[j] == '"' || s[j] == '\'' || s[j] == '\\'); q++ {
 		j++
@@ -303,25 +299,46 @@ func secretValue(v string) bool {
 // '-', it ends with one of the known suffixes. aws is true for
 // ...secret_access_key, whose 40-byte values are AWS secret keys.
 func secretKey(key string) (aws, ok bool) {
-	var buf [64]byte
-	n := 0
-	for i := 0; i < len(key); i++ {
-		if c := key[i]; isAlnum(c) {
-			buf[n] = lower(c)
-			n++
-		}
+	if len(key) < 6 || len(key) > 64 {
+		return false, false
 	}
-	k := string(buf[:n])
 	for _, suffix := range [...]string{
 		"password", "passwd", "passphrase", "secret", "apikey", "apisecret",
 		"accesstoken", "refreshtoken", "authtoken", "apitoken", "sessiontoken",
 		"bottoken", "privatekey", "secretkey", "secretaccesskey",
 	} {
-		if strings.HasSuffix(k, suffix) {
-			return strings.HasSuffix(k, "secretaccesskey"), true
+		if keySuffix(key, suffix) {
+			return keySuffix(key, "secretaccesskey"), true
 		}
 	}
 	return false, false
+}
+
+// keySuffix reports whether key ends with suffix (lower case), ignoring
+// case and the '_' and '-' in key. It compares from the end, so most keys
+// fail on their last letter.
+func keySuffix(key, suffix string) bool {
+	i := len(key) - 1
+	for j := len(suffix) - 1; j >= 0; j-- {
+		for i >= 0 && (key[i] == '_' || key[i] == '-') {
+			i--
+		}
+		if i < 0 || lower(key[i]) != suffix[j] {
+			return false
+		}
+		i--
+	}
+	return true
+}
+
+// isURLDelim reports the bytes that end the user or password of a URL's
+// credentials.
+func isURLDelim(c byte) bool {
+	switch c {
+	case '/', '@', '?', '#', ' ', '\t', '\n', '"', '\'':
+		return true
+	}
+	return false
 }
 
 func isSchemeByte(c byte) bool { return isAlnum(c) || c == '+' || c == '.' || c == '-' }
@@ -336,7 +353,7 @@ func (r *redactor) urlCredentials(i int) int {
 	}
 	u := k + 3
 	j := u
-	for j < len(s) && j-u < 128 && !isOneOf(s[j], "/@:?# \t\n\"'") {
+	for j < len(s) && j-u < 128 && !isURLDelim(s[j]) && s[j] != ':' {
 		j++
 	}
 	if j == u || j >= len(s) || s[j] != ':' {
@@ -344,7 +361,7 @@ func (r *redactor) urlCredentials(i int) int {
 	}
 	p := j + 1
 	e := p
-	for e < len(s) && e-p < 256 && !isOneOf(s[e], "/@?# \t\n\"'") {
+	for e < len(s) && e-p < 256 && !isURLDelim(s[e]) {
 		e++
 	}
 	if e == p || e >= len(s) || s[e] != '@' || strings.HasPrefix(s[p:e], "[REDACTED:") {

@@ -25,42 +25,6 @@ func canonical(v any) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
-// sizeBound returns an upper bound of the length of v's JSON, or a number
-// above limit as soon as the bound passes limit. It saves encoding the
-// common result that is far below the limit.
-func sizeBound(v any, limit int64) int64 {
-	var n int64
-	var walk func(v any) bool
-	walk = func(v any) bool {
-		switch t := v.(type) {
-		case string:
-			n += 2 + 6*int64(len(t))
-		case map[string]any:
-			n += 1 + int64(len(t))
-			for k, e := range t {
-				n += 3 + 6*int64(len(k))
-				if n > limit || !walk(e) {
-					return false
-				}
-			}
-		case []any:
-			n += 1 + int64(len(t))
-			for _, e := range t {
-				if !walk(e) {
-					return false
-				}
-			}
-		case json.Number:
-			n += max(25, int64(len(t)))
-		default:
-			n += 25
-		}
-		return n <= limit
-	}
-	walk(v)
-	return n
-}
-
 // truncated builds the shape that replaces a result longer than limit:
 // {"originalBytes": n, "text": prefix of raw, "truncated": true}, with the
 // prefix as long as the limit allows once escaped, and fix applied to it.

@@ -10,12 +10,12 @@ import (
 type hiddenClass uint8
 
 const (
-	hiddenNone hiddenClass = iota
-	hiddenTag              // U+E0000-U+E007F
-	hiddenVS               // U+E0100-U+E01EF, supplementary variation selectors
-	hiddenJoiner           // U+200C, U+200D: legitimate in emoji and Indic/Persian text
-	hiddenZW               // U+200B, U+2060-U+2064, U+180E, U+FEFF
-	hiddenBidi             // U+202A-U+202E, U+2066-U+2069
+	hiddenNone   hiddenClass = iota
+	hiddenTag                // U+E0000-U+E007F
+	hiddenVS                 // U+E0100-U+E01EF, supplementary variation selectors
+	hiddenJoiner             // U+200C, U+200D: legitimate in emoji and Indic/Persian text
+	hiddenZW                 // U+200B, U+2060-U+2064, U+180E, U+FEFF
+	hiddenBidi               // U+202A-U+202E, U+2066-U+2069
 )
 
 func classify(r rune) hiddenClass {
