@@ -14,9 +14,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/riverqueue/river"
 	"github.com/warden-dev/warden/app/clientconfig"
 	"github.com/warden-dev/warden/app/compile"
 	"github.com/warden-dev/warden/app/gateway"
@@ -24,7 +26,10 @@ import (
 	"github.com/warden-dev/warden/app/sandbox"
 	"github.com/warden-dev/warden/app/secret"
 	"github.com/warden-dev/warden/app/server"
+	"github.com/warden-dev/warden/app/store"
 	"github.com/warden-dev/warden/app/store/backend"
+	"github.com/warden-dev/warden/app/store/postgres"
+	"github.com/warden-dev/warden/jobs"
 )
 
 // defaultControlPort is the control plane's port (docs/operations.md lists
@@ -281,7 +286,17 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 			osTools = gateway.Sandbox{Runner: runner}
 		}
 	}
-	err = server.Run(ctx, server.Config{
+	// Durable approval work (resume, expiry) runs as River jobs on the
+	// store's database.
+	workers := river.NewWorkers()
+	approvals := jobs.NewApprovals(workers)
+	queue, err := openQueue(ctx, st, storeURL, jobs.Config{Workers: workers, Logger: logger})
+	if err != nil {
+		return fmt.Errorf("job queue: %w", err)
+	}
+	approvals.SetQueue(queue)
+	srv, err := server.New(server.Config{
+		Queue:          approvals,
 		Sandbox:        osTools,
 		Store:          st,
 		Logger:         logger,
@@ -297,6 +312,26 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		AllowPlaintext: tlsOpts.allowPlaintext,
 		Now:            a.env.Now,
 	})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if err := queue.Stop(stopCtx); err != nil {
+			logger.Error("stop job queue", "err", err)
+		}
+	}()
+	if gw := srv.Gateway(); gw != nil {
+		approvals.Bind(gw)
+		if err := queue.Start(ctx); err != nil {
+			return fmt.Errorf("start job queue: %w", err)
+		}
+		if err := gw.Sweep(ctx); err != nil {
+			logger.Error("sweep approvals at start-up", "err", err)
+		}
+	}
+	err = srv.ListenAndServe(ctx)
 	if ctx.Err() != nil && (err == nil || errors.Is(err, context.Canceled)) {
 		fmt.Fprintln(w, "Warden stopped.")
 		return nil
@@ -305,6 +340,18 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		return fmt.Errorf("serve: %w", err)
 	}
 	return nil
+}
+
+// openQueue opens the job queue on the store's database.
+func openQueue(ctx context.Context, st store.Store, storeURL string, cfg jobs.Config) (*jobs.Queue, error) {
+	if pg, ok := st.(*postgres.Store); ok {
+		return jobs.OpenPostgres(ctx, storeURL, pg.Pool(), cfg)
+	}
+	path, ok := strings.CutPrefix(storeURL, "sqlite://")
+	if !ok {
+		return nil, fmt.Errorf("no job queue for store %s", redactURL(storeURL))
+	}
+	return jobs.OpenSQLite(ctx, path, cfg)
 }
 
 // clientHost is the host a local client dials to reach a listener bound

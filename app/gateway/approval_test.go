@@ -105,20 +105,22 @@ func TestApprovalSurvivesARestart(t *testing.T) {
 			ts := newToolServer(t)
 			st, err := backend.Open(context.Background(), storeURL, backend.Options{})
 			require.NoError(t, err)
-			first := start(t, envOptions{st: st, tools: ts})
+			first := start(t, envOptions{st: st, storeURL: storeURL, tools: ts, river: true})
 			first.apply(fixture(ts.URL))
 			r := first.pending(999)
+			// The server dies while the call waits.
 			first.stop()
 			require.NoError(t, st.Close())
 
 			st2, err := backend.Open(context.Background(), storeURL, backend.Options{})
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = st2.Close() })
-			second := start(t, envOptions{st: st2, tools: ts, admin: first.admin})
+			second := start(t, envOptions{st: st2, storeURL: storeURL, tools: ts, admin: first.admin, river: true})
 			d := second.cp(http.MethodPost, "/v1/approvals/"+approvalOf(r.name())+"/decide", map[string]any{"decision": "approve"})
 			require.Equal(t, http.StatusOK, d.status, string(d.raw))
+			// The River resume job runs the call.
 			require.Equal(t, "Succeeded", second.wait(r.name()).phase())
-			require.Equal(t, 1, ts.count("/refund"))
+			require.Equal(t, 1, ts.count("/refund"), "the tool ran exactly once")
 		})
 	}
 }

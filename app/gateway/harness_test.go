@@ -19,11 +19,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/riverqueue/river"
 	"github.com/warden-dev/warden/app/server"
 	"github.com/warden-dev/warden/app/store"
 	"github.com/warden-dev/warden/app/store/backend"
+	"github.com/warden-dev/warden/app/store/postgres"
 	"github.com/warden-dev/warden/app/store/postgres/pgtest"
 	"github.com/warden-dev/warden/app/workload"
+	"github.com/warden-dev/warden/jobs"
 )
 
 // backends are the store URLs every scenario runs against.
@@ -222,6 +225,7 @@ type env struct {
 	logs   *syncBuffer
 	cancel context.CancelFunc
 	done   chan error
+	queue  *jobs.Queue
 }
 
 // syncBuffer collects log output safely.
@@ -250,6 +254,8 @@ type envOptions struct {
 	cfg func(*server.Config)
 	// admin is the admin key of a store bootstrapped before.
 	admin string
+	// storeURL of st, for the River queue.
+	river bool
 }
 
 func start(t testing.TB, o envOptions) *env {
@@ -272,8 +278,23 @@ func start(t testing.TB, o envOptions) *env {
 	if o.cfg != nil {
 		o.cfg(&cfg)
 	}
+	var approvals *jobs.Approvals
+	var queue *jobs.Queue
+	if o.river {
+		workers := river.NewWorkers()
+		approvals = jobs.NewApprovals(workers)
+		queue, err = openQueue(t, st, o.storeURL, jobs.Config{Workers: workers, TestOnly: true})
+		require.NoError(t, err)
+		approvals.SetQueue(queue)
+		cfg.Queue = approvals
+	}
 	srv, err := server.New(cfg)
 	require.NoError(t, err)
+	if queue != nil {
+		approvals.Bind(srv.Gateway())
+		require.NoError(t, queue.Start(ctx))
+		require.NoError(t, srv.Gateway().Sweep(ctx))
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	gln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -282,7 +303,7 @@ func start(t testing.TB, o envOptions) *env {
 	done := make(chan error, 1)
 	go func() { done <- srv.ServeAll(sctx, ln, gln) }()
 	e := &env{t: t, st: st, srv: srv, cpURL: "http://" + ln.Addr().String(), gwURL: "http://" + gln.Addr().String(),
-		admin: admin, tools: o.tools, logs: logs, cancel: cancel, done: done}
+		admin: admin, tools: o.tools, logs: logs, cancel: cancel, done: done, queue: queue}
 	t.Cleanup(e.stop)
 	return e
 }
@@ -291,9 +312,20 @@ func (e *env) stop() {
 	if e.cancel == nil {
 		return
 	}
+	if e.queue != nil {
+		_ = e.queue.Stop(context.Background())
+	}
 	e.cancel()
 	<-e.done
 	e.cancel = nil
+}
+
+// openQueue opens the River queue on the store's database.
+func openQueue(t testing.TB, st store.Store, storeURL string, cfg jobs.Config) (*jobs.Queue, error) {
+	if pg, ok := st.(*postgres.Store); ok {
+		return jobs.OpenPostgres(context.Background(), storeURL, pg.Pool(), cfg)
+	}
+	return jobs.OpenSQLite(context.Background(), strings.TrimPrefix(storeURL, "sqlite://"), cfg)
 }
 
 // newEnv starts Warden with the fixture applied.

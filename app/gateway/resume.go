@@ -88,3 +88,70 @@ func (g *Gateway) Resume(ctx context.Context, tenant, ns, name string) error {
 	}
 	return err
 }
+
+// Sweep schedules, for every tenant, the resumption of approved calls that
+// never ran (a crash between the decision and the job insert) and the
+// expiry of pending approvals. Run it once at start-up, after the Queue
+// works.
+func (g *Gateway) Sweep(ctx context.Context) error {
+	tenants, err := g.st.TenantList(ctx)
+	if err != nil {
+		return errorf("sweep: list tenants: %w", err)
+	}
+	for _, t := range tenants {
+		var calls, approvals []*resource.Object
+		err := g.st.View(ctx, t.ID, func(ctx context.Context, r store.Reader) error {
+			sel, err := resource.ParseSelector("status.phase=" + PhaseAwaitingApproval)
+			if err != nil {
+				return err
+			}
+			res, err := listSelected(ctx, r, resource.KindToolCall, sel)
+			if err != nil {
+				return err
+			}
+			calls = res
+			sel, err = resource.ParseSelector("status.status=" + ApprovalPending)
+			if err != nil {
+				return err
+			}
+			approvals, err = listSelected(ctx, r, resource.KindApproval, sel)
+			return err
+		})
+		if err != nil {
+			return errorf("sweep tenant %s: %w", t.ID, err)
+		}
+		for _, c := range calls {
+			ap, _ := c.Spec["approval"].(map[string]any)
+			if st, _ := ap["status"].(string); st == ApprovalApproved || st == ApprovalOverridden {
+				g.scheduleResume(ctx, t.ID, c.Metadata.Namespace, c.Metadata.Name)
+			}
+		}
+		if g.cfg.Queue == nil {
+			continue
+		}
+		for _, a := range approvals {
+			if at, ok := expiresAt(a); ok {
+				if err := g.cfg.Queue.Expire(ctx, t.ID, a.Metadata.Namespace, a.Metadata.Name, at); err != nil {
+					return errorf("sweep: schedule expiry of %s: %w", a.Metadata.Name, err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func listSelected(ctx context.Context, r store.Reader, kind string, sel *resource.Selector) ([]*resource.Object, error) {
+	var out []*resource.Object
+	p := store.ListParams{Kind: kind, Selector: sel, Limit: store.MaxPageSize}
+	for {
+		res, err := r.ResourceList(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, res.Items...)
+		if res.Continue == "" {
+			return out, nil
+		}
+		p.Continue = res.Continue
+	}
+}

@@ -350,6 +350,12 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	return s.ListenAndServe(ctx)
+}
+
+// ListenAndServe listens on the configured addresses and serves until ctx
+// is cancelled.
+func (s *Server) ListenAndServe(ctx context.Context) error {
 	tlsCfg, err := s.cfg.TLSConfig()
 	if err != nil {
 		return err

@@ -1,0 +1,125 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"github.com/riverqueue/river"
+)
+
+// ResumeArgs resumes an approved tool call: the gateway runs it once.
+type ResumeArgs struct {
+	Tenant    string `json:"tenant"`
+	Namespace string `json:"namespace"`
+	Call      string `json:"call"`
+}
+
+// Kind names the job.
+func (ResumeArgs) Kind() string { return "warden.toolcall.resume" }
+
+// ExpireArgs expires an approval at its deadline unless decided before.
+type ExpireArgs struct {
+	Tenant    string `json:"tenant"`
+	Namespace string `json:"namespace"`
+	Approval  string `json:"approval"`
+}
+
+// Kind names the job.
+func (ExpireArgs) Kind() string { return "warden.approval.expire" }
+
+// ApprovalRunner does the approval jobs' work (the tool gateway).
+type ApprovalRunner interface {
+	Resume(ctx context.Context, tenant, namespace, call string) error
+	Expire(ctx context.Context, tenant, namespace, approval string) error
+}
+
+// Approvals schedules and works the approval jobs. Build it with
+// NewApprovals, register its workers in the Queue's Config, then Bind the
+// runner and SetQueue once both exist. It implements the gateway's Queue.
+type Approvals struct {
+	runner atomic.Pointer[ApprovalRunner]
+	queue  atomic.Pointer[Queue]
+}
+
+// errUnbound is returned by a job that runs before Bind.
+var errUnbound = errors.New("jobs: approval runner not bound yet")
+
+// NewApprovals returns the approval jobs and registers their workers in
+// workers.
+func NewApprovals(workers *river.Workers) *Approvals {
+	a := &Approvals{}
+	river.AddWorker(workers, &resumeWorker{a: a})
+	river.AddWorker(workers, &expireWorker{a: a})
+	return a
+}
+
+// Bind sets the runner the workers call.
+func (a *Approvals) Bind(r ApprovalRunner) { a.runner.Store(&r) }
+
+// SetQueue sets the queue jobs are inserted into.
+func (a *Approvals) SetQueue(q *Queue) { a.queue.Store(q) }
+
+func (a *Approvals) run() (ApprovalRunner, error) {
+	r := a.runner.Load()
+	if r == nil {
+		return nil, errUnbound
+	}
+	return *r, nil
+}
+
+func (a *Approvals) insert(ctx context.Context, args river.JobArgs, opts *river.InsertOpts) error {
+	q := a.queue.Load()
+	if q == nil {
+		return errors.New("jobs: no queue set")
+	}
+	_, err := q.Insert(ctx, args, opts)
+	return err
+}
+
+// Resume schedules the resumption of an approved call. It is unique by
+// call: however many times it is scheduled, one job runs, and the gateway
+// claims the call with a precondition besides.
+func (a *Approvals) Resume(ctx context.Context, tenant, namespace, call string) error {
+	return a.insert(ctx, ResumeArgs{Tenant: tenant, Namespace: namespace, Call: call},
+		&river.InsertOpts{MaxAttempts: 10, UniqueOpts: river.UniqueOpts{ByArgs: true}})
+}
+
+// Expire schedules the expiry of an approval at its deadline.
+func (a *Approvals) Expire(ctx context.Context, tenant, namespace, approval string, at time.Time) error {
+	return a.insert(ctx, ExpireArgs{Tenant: tenant, Namespace: namespace, Approval: approval},
+		&river.InsertOpts{ScheduledAt: at, MaxAttempts: 25, UniqueOpts: river.UniqueOpts{ByArgs: true}})
+}
+
+type resumeWorker struct {
+	river.WorkerDefaults[ResumeArgs]
+	a *Approvals
+}
+
+// Work runs the approved call; the gateway makes a second run a no-op.
+func (w *resumeWorker) Work(ctx context.Context, job *river.Job[ResumeArgs]) error {
+	r, err := w.a.run()
+	if err != nil {
+		return err
+	}
+	return r.Resume(ctx, job.Args.Tenant, job.Args.Namespace, job.Args.Call)
+}
+
+// Timeout leaves room for slow tools: the gateway bounds each tool call
+// itself.
+func (w *resumeWorker) Timeout(*river.Job[ResumeArgs]) time.Duration { return 10 * time.Minute }
+
+type expireWorker struct {
+	river.WorkerDefaults[ExpireArgs]
+	a *Approvals
+}
+
+// Work expires the approval if it is still pending and due.
+func (w *expireWorker) Work(ctx context.Context, job *river.Job[ExpireArgs]) error {
+	r, err := w.a.run()
+	if err != nil {
+		return err
+	}
+	return r.Expire(ctx, job.Args.Tenant, job.Args.Namespace, job.Args.Approval)
+}
