@@ -31,7 +31,7 @@ BENCHTIME ?= 1s
 IMAGE     ?= warden:dev
 RUN_ARGS  ?= up
 
-.PHONY: help build test lint bench fuzz run docker generate-free generate-check tools test-deps check-postgres
+.PHONY: help build test lint bench bench-gateway fuzz run docker generate-free generate-check tools test-deps check-postgres
 
 help: ## List the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-15s %s\n", $$1, $$2}'
@@ -66,6 +66,19 @@ bench: ## Run every benchmark once and print a table: name, ns/op, other metrics
 			printf "%-70s %16s   %s\n", "BENCHMARK", "NS/OP", "OTHER METRICS"; \
 			for (i = 1; i <= n; i++) print rows[i]; \
 		}' "$$out"
+
+# bench-gateway drives a loopback REST tool directly and through the tool
+# gateway, on SQLite and on Postgres (a fresh database on TEST_DATABASE_URL's
+# server), and prints calls/s and p50/p99 of both and the difference.
+GATEWAY_BENCH_RATE     ?= 1000
+GATEWAY_BENCH_DURATION ?= 10s
+bench-gateway: build ## Load-test the tool gateway (SQLite and Postgres): calls/s, p50/p99, added latency.
+	./warden bench gateway --rate $(GATEWAY_BENCH_RATE) --duration $(GATEWAY_BENCH_DURATION)
+	@db="warden_bench_$$$$"; \
+	psql "$$TEST_DATABASE_URL" -qc "CREATE DATABASE $$db" && \
+	trap 'psql "$$TEST_DATABASE_URL" -qc "DROP DATABASE IF EXISTS $$db WITH (FORCE)"' EXIT && \
+	./warden bench gateway --rate $(GATEWAY_BENCH_RATE) --duration $(GATEWAY_BENCH_DURATION) \
+		--store "$$(echo "$$TEST_DATABASE_URL" | sed -E "s#/[^/?]+(\?|$$)#/$$db\1#")"
 
 fuzz: ## Run every fuzz target for FUZZTIME each (default 10s).
 	@found=0; \
