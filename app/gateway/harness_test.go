@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -13,9 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -439,19 +436,3 @@ func (e *env) cp(method, path string, body any) resp {
 	e.t.Helper()
 	return do(e.t, method, e.cpURL+path, e.admin, body, nil)
 }
-
-// eventually polls cond until it holds or 10 s pass; the conditions here
-// are waited on, not slept for.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-var _ = fmt.Sprintf
-var _ atomic.Int64

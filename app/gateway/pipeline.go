@@ -10,7 +10,6 @@ import (
 
 	"github.com/warden-dev/warden/app/apierr"
 	"github.com/warden-dev/warden/app/auth"
-	"github.com/warden-dev/warden/app/events"
 	"github.com/warden-dev/warden/app/policy"
 	"github.com/warden-dev/warden/app/resource"
 )
@@ -90,7 +89,6 @@ type call struct {
 	obj      *resource.Object
 	replayed bool
 	warnings []string
-	events   []events.Event
 }
 
 // Call runs a tool call through the nine steps for the agent p.
