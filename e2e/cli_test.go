@@ -502,7 +502,7 @@ func (p *upProcess) stop() int {
 		p.done <- code
 		return code
 	case <-time.After(30 * time.Second):
-		panic("warden up did not stop within 30s of cancellation")
+		panic("warden up did not stop within 30s of cancellation\nstderr:\n" + p.errb.String())
 	}
 }
 

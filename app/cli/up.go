@@ -315,16 +315,12 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 	if err != nil {
 		return err
 	}
-	defer func() {
-		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		if err := queue.Stop(stopCtx); err != nil {
-			logger.Error("stop job queue", "err", err)
-		}
-	}()
+	defer stopQueue(queue, logger)
 	if gw := srv.Gateway(); gw != nil {
 		approvals.Bind(gw)
-		if err := queue.Start(ctx); err != nil {
+		// The queue stops when up returns, not when ctx ends, so that
+		// jobs are not cut off halfway through a store write.
+		if err := queue.Start(context.WithoutCancel(ctx)); err != nil {
 			return fmt.Errorf("start job queue: %w", err)
 		}
 		if err := gw.Sweep(ctx); err != nil {
@@ -340,6 +336,25 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		return fmt.Errorf("serve: %w", err)
 	}
 	return nil
+}
+
+// stopQueue stops the job queue, giving running jobs 5 seconds, and never
+// holds up the process's exit for more than 15.
+func stopQueue(q *jobs.Queue, logger *slog.Logger) {
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		done <- q.Stop(ctx)
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			logger.Error("stop job queue", "err", err)
+		}
+	case <-time.After(15 * time.Second):
+		logger.Error("the job queue did not stop within 15s; exiting without it (unfinished jobs run again at the next start)")
+	}
 }
 
 // openQueue opens the job queue on the store's database.
