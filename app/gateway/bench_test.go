@@ -20,6 +20,7 @@ func BenchmarkGovernedCall(b *testing.B) {
 			var seq atomic.Int64
 			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
 			b.ReportAllocs()
+			b.SetParallelism(16)
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {

@@ -227,6 +227,8 @@ type writeTx struct {
 	// changed is set when the transaction appended to the change log,
 	// config when one of those changes is of a configuration kind.
 	changed, config bool
+	// events are appended events not yet written (flushEvents).
+	events []pendingEvent
 }
 
 // wrote records a change of kind.
@@ -260,6 +262,9 @@ func (t *writeTx) lockState(ctx context.Context) (*tenantState, error) {
 func (t *writeTx) flush(ctx context.Context) error {
 	if !t.dirty {
 		return nil
+	}
+	if err := t.flushEvents(ctx); err != nil {
+		return err
 	}
 	st := t.state
 	if _, err := t.q.Exec(ctx, `UPDATE tenant_state SET rv = $2, floor = $3, event_seq = $4, audit_seq = $5, audit_hash = $6
@@ -461,12 +466,53 @@ func (t *writeTx) EventInsert(ctx context.Context, ev events.Event) (events.Even
 			return ev, fmt.Errorf("insert event %s: encode data: %w", ev.Type, err)
 		}
 	}
-	if _, err := t.q.Exec(ctx, `INSERT INTO events (tenant_id, seq, type, time, namespace, subject, data)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)`, t.tenant, ev.Seq, ev.Type, ev.Time, ev.Namespace, ev.Subject, data); err != nil {
-		return ev, interpretError(fmt.Errorf("insert event %s: %w", ev.Type, err))
+	// Events are written in one statement when the transaction commits
+	// (flushEvents): a tool call appends several, and each would otherwise
+	// cost a round trip while the tenant's lock is held.
+	pe := pendingEvent{seq: ev.Seq, typ: ev.Type, time: ev.Time, namespace: ev.Namespace, subject: ev.Subject}
+	if data != nil {
+		d := string(data)
+		pe.data = &d
 	}
+	t.events = append(t.events, pe)
 	st.eventSeq, t.dirty = ev.Seq, true
 	return ev, nil
+}
+
+// pendingEvent is an event appended by the transaction and not yet written.
+type pendingEvent struct {
+	seq                     int64
+	typ, namespace, subject string
+	time                    time.Time
+	data                    *string
+}
+
+// flushEvents writes the pending events in one statement.
+func (t *writeTx) flushEvents(ctx context.Context) error {
+	if len(t.events) == 0 {
+		return nil
+	}
+	n := len(t.events)
+	seqs, types, times, nss, subjects, datas := make([]int64, n), make([]string, n), make([]time.Time, n), make([]string, n), make([]string, n), make([]*string, n)
+	for i, e := range t.events {
+		seqs[i], types[i], times[i], nss[i], subjects[i], datas[i] = e.seq, e.typ, e.time, e.namespace, e.subject, e.data
+	}
+	if _, err := t.q.Exec(ctx, `INSERT INTO events (tenant_id, seq, type, time, namespace, subject, data)
+		SELECT $1, e.seq, e.type, e.time, e.namespace, e.subject, e.data::jsonb
+		FROM unnest($2::bigint[], $3::text[], $4::timestamptz[], $5::text[], $6::text[], $7::text[]) AS e(seq, type, time, namespace, subject, data)`,
+		t.tenant, seqs, types, times, nss, subjects, datas); err != nil {
+		return interpretError(fmt.Errorf("insert %d events: %w", n, err))
+	}
+	t.events = t.events[:0]
+	return nil
+}
+
+// EventList sees this transaction's own events.
+func (t *writeTx) EventList(ctx context.Context, after int64, limit int) ([]events.Event, error) {
+	if err := t.flushEvents(ctx); err != nil {
+		return nil, err
+	}
+	return t.readTx.EventList(ctx, after, limit)
 }
 
 // AuditInsert appends a record to the tenant's hash chain. The tenant row
