@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"modernc.org/sqlite" // also registers the "sqlite" database/sql driver
@@ -57,7 +58,16 @@ type Store struct {
 	configNotifier *store.Notifier
 	now            func() time.Time
 	log            *slog.Logger
+	// checkpointer runs WAL checkpoints off the commit path; stop ends it.
+	checkpointer *sql.DB
+	stopCkpt     chan struct{}
+	stopOnce     sync.Once
+	ckptDone     chan struct{}
 }
+
+// checkpointInterval is how often the background checkpointer copies the
+// write-ahead log into the database file.
+const checkpointInterval = time.Second
 
 var _ store.Store = (*Store)(nil)
 
@@ -89,7 +99,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: create %s: %w", path, err)
 	}
 	common := "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)"
-	writer, err := sql.Open("sqlite", "file:"+path+"?"+common+"&_pragma=journal_mode(WAL)&_txlock=immediate")
+	writer, err := sql.Open("sqlite", "file:"+path+"?"+common+"&_pragma=journal_mode(WAL)&_pragma=wal_autocheckpoint(0)&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
@@ -121,7 +131,37 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	reader.SetMaxIdleConns(opts.ReadConns)
 	reader.SetConnMaxIdleTime(0)
 	s.reader = reader
+	// SQLite's automatic checkpoint runs inside the commit that crosses
+	// the threshold and stalls every writer queued behind it (the tail of
+	// the gateway's latency). Commits never checkpoint here; a connection
+	// of its own runs passive checkpoints, which never block writers.
+	ckpt, err := sql.Open("sqlite", "file:"+path+"?"+common)
+	if err != nil {
+		_ = writer.Close()
+		_ = reader.Close()
+		return nil, fmt.Errorf("sqlite: open checkpointer of %s: %w", path, err)
+	}
+	ckpt.SetMaxOpenConns(1)
+	s.checkpointer, s.stopCkpt, s.ckptDone = ckpt, make(chan struct{}), make(chan struct{})
+	go s.checkpointLoop()
 	return s, nil
+}
+
+// checkpointLoop checkpoints the write-ahead log until Close.
+func (s *Store) checkpointLoop() {
+	defer close(s.ckptDone)
+	t := time.NewTicker(checkpointInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stopCkpt:
+			return
+		case <-t.C:
+			if _, err := s.checkpointer.Exec("PRAGMA wal_checkpoint(PASSIVE)"); err != nil {
+				s.log.Warn("sqlite: checkpoint", "err", err)
+			}
+		}
+	}
 }
 
 // migrate applies the embedded migrations not yet recorded and makes sure
@@ -200,11 +240,17 @@ func (s *Store) migrate(ctx context.Context) error {
 func (s *Store) Close() error {
 	s.notifier.Close()
 	s.configNotifier.Close()
+	s.stopOnce.Do(func() { close(s.stopCkpt) })
+	<-s.ckptDone
 	var errs []error
 	for _, st := range s.stmts {
 		errs = append(errs, st.Close())
 	}
-	return errors.Join(append(errs, s.reader.Close(), s.writer.Close())...)
+	// A final checkpoint folds the log into the file.
+	if _, err := s.checkpointer.Exec("PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+		s.log.Warn("sqlite: final checkpoint", "err", err)
+	}
+	return errors.Join(append(errs, s.checkpointer.Close(), s.reader.Close(), s.writer.Close())...)
 }
 
 // Listen calls fn in-process, on a goroutine of its own, after every commit
