@@ -36,20 +36,9 @@ const (
 // this gateway as the Guardian. JSON-RPC errors are answered with HTTP 200,
 // as JSON-RPC over HTTP does.
 func (g *Gateway) handleAOS(c *fiber.Ctx) error {
-	h, err := g.aosHandler()
-	if err != nil {
-		return err
-	}
-	status, body := h.Serve(c.UserContext(), c.Body())
+	status, body := g.aos.Serve(c.UserContext(), c.Body())
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 	return c.Status(status).Send(body)
-}
-
-func (g *Gateway) aosHandler() (*aos.Handler, error) {
-	g.aosOnce.Do(func() {
-		g.aos, g.aosErr = aos.NewHandler(&governor{g: g}, aos.HandlerConfig{Logger: g.log, Now: g.now})
-	})
-	return g.aos, g.aosErr
 }
 
 // governor answers AOS steps with the gateway's pipeline.
@@ -233,7 +222,7 @@ func (gv *governor) ToolCallResult(ctx context.Context, req *aos.Request, p *aos
 	ctx, span := g.tracer.Start(ctx, "warden.toolcall.result", trace.WithAttributes(
 		attribute.String("warden.toolcall", obj.Metadata.Name), attribute.String("warden.tool", v.Spec.ToolRef.Name)))
 	defer span.End()
-	c, err := g.callFromRecord(ctx, pr, obj, v, span)
+	c, _, err := g.callFromRecord(ctx, pr, obj, v, span)
 	if err != nil {
 		return aos.Decision{}, err
 	}
@@ -254,7 +243,7 @@ func (gv *governor) ToolCallResult(ctx context.Context, req *aos.Request, p *aos
 	switch {
 	case res.block != nil:
 		return denyOf(res.block, name)
-	case res.modified || res.report.Redacted():
+	case res.modified || res.report.found():
 		outs, err := aos.Outputs(res.output)
 		if err != nil {
 			return aos.Decision{}, err
@@ -265,7 +254,7 @@ func (gv *governor) ToolCallResult(ctx context.Context, req *aos.Request, p *aos
 		if err != nil {
 			return aos.Decision{}, err
 		}
-		return aos.Decision{Decision: aos.Modify, Message: "the result was redacted or modified by policy (" + res.report.Summary() + ")",
+		return aos.Decision{Decision: aos.Modify, Message: "the result was redacted or modified by policy (" + res.report.summary + ")",
 			ModifiedRequest: mr, Data: map[string]any{"toolCall": name}}, nil
 	}
 	return aos.Decision{Decision: aos.Allow, Message: "result recorded in " + name, Data: map[string]any{"toolCall": name}}, nil
@@ -316,15 +305,18 @@ func (g *Gateway) findAOSCall(ctx context.Context, p auth.Principal, exec string
 
 // callFromRecord rebuilds a call's state from its record and today's
 // configuration, for the steps that run after the record exists.
-func (g *Gateway) callFromRecord(ctx context.Context, p auth.Principal, obj *resource.Object, v *View, span trace.Span) (*call, error) {
+// available is false when the tool or the agent is gone (or the tool's
+// schemas no longer compile); the call then carries empty stand-ins.
+func (g *Gateway) callFromRecord(ctx context.Context, p auth.Principal, obj *resource.Object, v *View, span trace.Span) (c *call, available bool, err error) {
 	snap, err := g.catalog.get(ctx, p.Tenant)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	ns := obj.Metadata.Namespace
-	c := &call{g: g, p: p, now: g.now().UTC(), span: span, name: obj.Metadata.Name, obj: obj, snap: snap,
+	c = &call{g: g, p: p, now: g.now().UTC(), span: span, name: obj.Metadata.Name, obj: obj, snap: snap,
 		req:   CallRequest{Tool: v.Spec.ToolRef.Name, Execution: v.Spec.ExecutionRef.Name},
-		class: v.Spec.SideEffects.Level, key: v.Spec.SideEffects.IdempotencyKey, input: v.Spec.Input}
+		class: v.Spec.SideEffects.Level, key: v.Spec.SideEffects.IdempotencyKey, input: v.Spec.Input,
+		approvalRequired: v.Spec.Approval.Required}
 	if c.input == nil {
 		c.input = map[string]any{}
 	}
@@ -333,12 +325,13 @@ func (g *Gateway) callFromRecord(ctx context.Context, p auth.Principal, obj *res
 	}
 	te, okTool := snap.tools[nsName{ns, c.req.Tool}]
 	ae, okAgent := snap.agents[nsName{ns, v.Spec.AgentRef.Name}]
+	available = okTool && okAgent && te.broken == ""
 	if !okTool || !okAgent {
 		te, ae = &toolEntry{}, &agentEntry{name: v.Spec.AgentRef.Name}
 	}
 	c.tool, c.agent = te, ae
 	c.settings = snap.policies.Settings(c.policyInput(resource.HookToolCallRequest, c.input, nil))
-	return c, nil
+	return c, available, nil
 }
 
 // Step governs every other AOS step: it is traced, evaluated by the rules

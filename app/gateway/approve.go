@@ -453,7 +453,8 @@ func (g *Gateway) RequestApproval(ctx context.Context, p auth.Principal, req App
 		return nil, apierr.New(apierr.CodeForbidden, "agent %q does not exist in namespace %q", p.Agent, p.Namespace)
 	}
 	now := g.now().UTC()
-	timeout := snap.policies.Settings(&policyInputOf(p, ae).Input).ApprovalTimeout
+	timeout := snap.policies.Settings(&policy.Input{Hook: resource.HookToolCallRequest, Namespace: p.Namespace,
+		Environment: p.Environment, Agent: p.Agent, Bound: ae.bound}).ApprovalTimeout
 	if req.Timeout != "" {
 		d, err := time.ParseDuration(req.Timeout)
 		if err != nil || d <= 0 || d > 30*24*time.Hour {
@@ -498,12 +499,4 @@ func (g *Gateway) RequestApproval(ctx context.Context, p auth.Principal, req App
 		}
 	}
 	return out, nil
-}
-
-// agentInput wraps the policy input of an agent outside a call.
-type agentInput struct{ Input policy.Input }
-
-func policyInputOf(p auth.Principal, ae *agentEntry) *agentInput {
-	return &agentInput{Input: policy.Input{Hook: resource.HookToolCallRequest, Namespace: p.Namespace, Environment: p.Environment,
-		Agent: p.Agent, Bound: ae.bound}}
 }

@@ -120,23 +120,23 @@ func (c *call) finish(ctx context.Context, res *result) error {
 		if res.failure != nil {
 			data["code"] = res.failure.Code
 		}
-		if res.report.Any() {
-			data["findings"] = res.report.Counts()
+		if res.report.found() {
+			data["findings"] = res.report.counts
 		}
 		w.event(ctx, events.ToolCallCompleted, data)
 		hd := hookDecisionData("toolCallResult", res.decision, res.modified)
-		if res.report.Any() {
-			hd["findings"] = res.report.Counts()
+		if res.report.found() {
+			hd["findings"] = res.report.counts
 		}
 		if res.block != nil {
 			hd["action"] = resource.ActionDeny
 			w.event(ctx, events.PolicyDenied, map[string]any{"tool": c.req.Tool, "agent": c.p.Agent, "hook": "toolCallResult",
 				"code": res.block.Code, "rule": res.block.Details["rule"]})
 			w.audit(ctx, "toolcalls/result", "ToolCall/"+c.name, audit.OutcomeDenied, res.decision.Ref(), res.block.Code+": "+res.block.Message)
-		} else if res.modified || res.report.Redacted() {
+		} else if res.modified || res.report.found() {
 			w.audit(ctx, "toolcalls/modify", "ToolCall/"+c.name, audit.OutcomeAllowed, res.decision.Ref(), "result modified at hook toolCallResult")
 		}
-		if res.decision.Policy != "" || res.modified || res.block != nil || res.report.Any() {
+		if res.decision.Policy != "" || res.modified || res.block != nil || res.report.found() {
 			w.event(ctx, events.HookDecision, hd)
 		}
 		evs = w.evs

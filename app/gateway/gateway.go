@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -153,9 +152,7 @@ type Gateway struct {
 	rec     *recorder
 	waiters *waiters
 	aosCall *aosCalls
-	aosOnce sync.Once
 	aos     *aos.Handler
-	aosErr  error
 	stop    []func()
 	base    context.Context
 	cancel  context.CancelFunc
@@ -209,6 +206,12 @@ func New(cfg Config) (*Gateway, error) {
 		base:    base,
 		cancel:  cancel,
 	}
+	h, err := aos.NewHandler(&governor{g: g}, aos.HandlerConfig{Logger: cfg.Logger, Now: cfg.Now})
+	if err != nil {
+		cancel()
+		return nil, errorf("AOS hook handler: %w", err)
+	}
+	g.aos = h
 	g.catalog = newCatalog(cfg.Store, cfg.Policies, cfg.Logger)
 	g.rec = newRecorder(base, cfg.Store, cfg.RecordWorkers)
 	g.stop = append(g.stop,

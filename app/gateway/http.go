@@ -128,20 +128,28 @@ func DecodeCallRequest(body []byte) (CallRequest, error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return req, apierr.New(apierr.CodeInvalidRequest, `the body is empty: send {"tool": "<system>.<action>", "input": {…}}`)
 	}
+	// input is taken raw first, so that an input that is not an object
+	// gets its own message rather than a type error.
+	var wire struct {
+		CallRequest
+		Input json.RawMessage `json:"input"`
+	}
 	d := json.NewDecoder(bytes.NewReader(body))
 	d.DisallowUnknownFields()
-	if err := d.Decode(&req); err != nil {
+	if err := d.Decode(&wire); err != nil {
 		return req, apierr.New(apierr.CodeInvalidRequest, "the body is not a valid tool call: %s", err)
 	}
 	if d.More() {
 		return req, apierr.New(apierr.CodeInvalidRequest, "the body has data after the JSON object")
 	}
-	var raw struct {
-		Input json.RawMessage `json:"input"`
-	}
-	_ = json.Unmarshal(body, &raw)
-	if t := bytes.TrimSpace(raw.Input); len(t) > 0 && t[0] != '{' {
-		return req, apierr.New(apierr.CodeInvalidRequest, "input must be a JSON object")
+	req = wire.CallRequest
+	if t := bytes.TrimSpace(wire.Input); len(t) > 0 && !bytes.Equal(t, []byte("null")) {
+		if t[0] != '{' {
+			return req, apierr.New(apierr.CodeInvalidRequest, "input must be a JSON object")
+		}
+		if err := json.Unmarshal(t, &req.Input); err != nil {
+			return req, apierr.New(apierr.CodeInvalidRequest, "the body is not a valid tool call: %s", err)
+		}
 	}
 	if req.Wait != "" {
 		d, err := time.ParseDuration(req.Wait)

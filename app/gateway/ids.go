@@ -3,6 +3,7 @@ package gateway
 import (
 	"crypto/rand"
 	"encoding/binary"
+	"strings"
 	"time"
 )
 
@@ -37,17 +38,14 @@ const (
 
 // ApprovalName returns the name of the Approval of call.
 func ApprovalName(call string) string {
-	if len(call) > len(callPrefix) && call[:len(callPrefix)] == callPrefix {
-		return approvalPrefix + call[len(callPrefix):]
-	}
-	return approvalPrefix + call
+	return approvalPrefix + strings.TrimPrefix(call, callPrefix)
 }
 
 // CallName returns the name of the call an approval is for, when the
 // approval was created by the gateway.
 func CallName(approval string) string {
-	if len(approval) > len(approvalPrefix) && approval[:len(approvalPrefix)] == approvalPrefix {
-		return callPrefix + approval[len(approvalPrefix):]
+	if suffix, ok := strings.CutPrefix(approval, approvalPrefix); ok && suffix != "" {
+		return callPrefix + suffix
 	}
 	return ""
 }

@@ -8,26 +8,17 @@ import (
 	"github.com/warden-dev/warden/app/scan"
 )
 
-// scanReport is what step 9's scanners found.
+// scanReport is what step 9's scanners found, summarized once: counts by
+// kind for events (never the values), and the kinds for messages.
 type scanReport struct {
-	r       scan.Report
-	scanned bool
+	blocked bool
+	// counts is nil when nothing was found, redacted or truncated.
+	counts  map[string]int
+	summary string
 }
 
-// Blocked reports whether the result must be withheld.
-func (s scanReport) blocked() bool { return s.scanned && s.r.Blocked }
-
-// Any reports whether anything was found, redacted or truncated.
-func (s scanReport) Any() bool { return s.scanned && (len(s.Counts()) > 0) }
-
-// Redacted reports whether the result was changed.
-func (s scanReport) Redacted() bool { return s.Any() }
-
-// Counts returns the findings by kind, for events (never the values).
-func (s scanReport) Counts() map[string]int { return reportCounts(s.r) }
-
-// Summary names the kinds found.
-func (s scanReport) Summary() string { return reportSummary(s.r) }
+// found reports whether anything was found, redacted or truncated.
+func (s scanReport) found() bool { return len(s.counts) > 0 }
 
 // scanOutput applies a Tool's safety settings to a result.
 func scanOutput(v any, safety *resource.ToolSafety) (any, scanReport) {
@@ -39,29 +30,21 @@ func scanOutput(v any, safety *resource.ToolSafety) (any, scanReport) {
 		}
 		opts.MaxBytes = safety.MaxOutputBytes
 	}
-	out, rep := scan.Apply(v, opts)
-	return out, scanReport{r: rep, scanned: true}
-}
-
-func reportCounts(r scan.Report) map[string]int {
+	out, r := scan.Apply(v, opts)
+	rep := scanReport{blocked: r.Blocked}
 	if len(r.Counts) == 0 && !r.Truncated {
-		return nil
+		return out, rep
 	}
-	out := make(map[string]int, len(r.Counts)+1)
-	for k, n := range r.Counts {
-		out[string(k)] = n
-	}
-	if r.Truncated {
-		out["truncated"] = 1
-	}
-	return out
-}
-
-func reportSummary(r scan.Report) string {
+	rep.counts = make(map[string]int, len(r.Counts)+1)
 	kinds := make([]string, 0, len(r.Counts))
-	for k := range r.Counts {
+	for k, n := range r.Counts {
+		rep.counts[string(k)] = n
 		kinds = append(kinds, string(k))
 	}
+	if r.Truncated {
+		rep.counts["truncated"] = 1
+	}
 	slices.Sort(kinds)
-	return strings.Join(kinds, ", ")
+	rep.summary = strings.Join(kinds, ", ")
+	return out, rep
 }

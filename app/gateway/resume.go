@@ -19,7 +19,6 @@ import (
 // runs steps 7 to 9. A call that is not approved and awaiting, or that
 // another resumer claimed, is left alone. It is the resume job's work.
 func (g *Gateway) Resume(ctx context.Context, tenant, ns, name string) error {
-	now := g.now().UTC()
 	var claimed *resource.Object
 	err := g.rec.do(ctx, tenant, func(ctx context.Context, tx store.Tx) error {
 		claimed = nil
@@ -37,7 +36,7 @@ func (g *Gateway) Resume(ctx context.Context, tenant, ns, name string) error {
 			return nil
 		}
 		st := cloneMap(tc.Status)
-		st["phase"], st["startedAt"] = PhaseRunning, timestamp(now)
+		st["phase"], st["startedAt"] = PhaseRunning, timestamp(g.now().UTC())
 		claimed, err = tx.ResourceUpdateStatus(ctx, key, st, tc.Metadata.ResourceVersion)
 		if errors.Is(err, store.ErrConflict) {
 			claimed = nil
@@ -60,27 +59,14 @@ func (g *Gateway) Resume(ctx context.Context, tenant, ns, name string) error {
 	defer span.End()
 	p := auth.Principal{Tenant: tenant, Namespace: ns, Agent: v.Spec.AgentRef.Name, Kind: auth.KindAgent,
 		Subject: "agent:" + ns + "/" + v.Spec.AgentRef.Name, Environment: claimed.Metadata.Annotations[AnnotationEnvironment]}
-	c := &call{g: g, p: p, now: now, span: span, name: name, obj: claimed,
-		req:   CallRequest{Tool: v.Spec.ToolRef.Name, Execution: v.Spec.ExecutionRef.Name},
-		class: v.Spec.SideEffects.Level, key: v.Spec.SideEffects.IdempotencyKey, input: v.Spec.Input,
-		approvalRequired: true}
-	if c.input == nil {
-		c.input = map[string]any{}
-	}
-	snap, err := g.catalog.get(ctx, tenant)
+	c, available, err := g.callFromRecord(ctx, p, claimed, v, span)
 	if err != nil {
 		return err
 	}
-	c.snap = snap
-	te, okTool := snap.tools[nsName{ns, c.req.Tool}]
-	ae, okAgent := snap.agents[nsName{ns, p.Agent}]
-	if !okTool || !okAgent || te.broken != "" {
-		c.tool, c.agent = &toolEntry{}, &agentEntry{name: p.Agent}
+	if !available {
 		res := &result{failure: apierr.New(apierr.CodeUnavailable, "tool %q or agent %q no longer exists, so the approved call cannot run", c.req.Tool, p.Agent), cost: -1}
 		return c.finish(ctx, res)
 	}
-	c.tool, c.agent = te, ae
-	c.settings = snap.policies.Settings(c.policyInput(resource.HookToolCallRequest, c.input, nil))
 	_, err = g.execute(ctx, c)
 	if _, isAPI := apierr.As(err); isAPI {
 		// The tool's own failure is recorded in the call; the job is done.
@@ -105,7 +91,7 @@ func (g *Gateway) Sweep(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			res, err := listSelected(ctx, r, resource.KindToolCall, sel)
+			res, err := listAll(ctx, r, resource.KindToolCall, sel)
 			if err != nil {
 				return err
 			}
@@ -114,7 +100,7 @@ func (g *Gateway) Sweep(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			approvals, err = listSelected(ctx, r, resource.KindApproval, sel)
+			approvals, err = listAll(ctx, r, resource.KindApproval, sel)
 			return err
 		})
 		if err != nil {
@@ -138,20 +124,4 @@ func (g *Gateway) Sweep(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-func listSelected(ctx context.Context, r store.Reader, kind string, sel *resource.Selector) ([]*resource.Object, error) {
-	var out []*resource.Object
-	p := store.ListParams{Kind: kind, Selector: sel, Limit: store.MaxPageSize}
-	for {
-		res, err := r.ResourceList(ctx, p)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, res.Items...)
-		if res.Continue == "" {
-			return out, nil
-		}
-		p.Continue = res.Continue
-	}
 }

@@ -34,10 +34,6 @@ func IdempotencyKey(agent, tool string, input map[string]any) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// toSchemaValue returns v in the form the schema validator takes (the
-// values encoding/json decodes into).
-func toSchemaValue(v map[string]any) any { return v }
-
 // schemaMessage renders the first few leaf errors of a validation error as
 // "path: message" phrases.
 func schemaMessage(err error) string {

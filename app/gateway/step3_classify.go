@@ -42,7 +42,7 @@ func (c *call) classify(ctx context.Context) error {
 		input = map[string]any{}
 	}
 	if c.tool.input != nil {
-		if err := c.tool.input.Validate(toSchemaValue(input)); err != nil {
+		if err := c.tool.input.Validate(input); err != nil {
 			return apierr.New(apierr.CodeInvalidRequest, "input does not match the input schema of tool %q: %s", c.req.Tool, schemaMessage(err)).
 				WithDetails(map[string]any{"tool": c.req.Tool})
 		}

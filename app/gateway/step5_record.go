@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/warden-dev/warden/app/apierr"
 	"github.com/warden-dev/warden/app/audit"
@@ -71,7 +72,7 @@ func (c *call) record(ctx context.Context) error {
 		if exceeded >= 0 {
 			denial = limitDenied(limits[exceeded], charges[exceeded], totals[exceeded], c)
 			w.event(ctx, events.BudgetExceeded, limitEventData(limits[exceeded], totals[exceeded], "error"))
-			if err := w.denied(ctx, denial); err != nil {
+			if err := w.deniedWith(ctx, denial, ""); err != nil {
 				return err
 			}
 			if err := tx.IdempotencyRelease(ctx, c.p.Namespace, c.key, c.name); err != nil {
@@ -208,10 +209,6 @@ func (w *txWriter) audit(ctx context.Context, verb, res, outcome, pol, reason st
 	})
 }
 
-func (w *txWriter) denied(ctx context.Context, denial *apierr.Error) error {
-	return w.deniedWith(ctx, denial, "")
-}
-
 // deniedWith creates the Denied record, its events and its audit record.
 func (w *txWriter) deniedWith(ctx context.Context, denial *apierr.Error, eventType string) error {
 	c := w.c
@@ -243,7 +240,7 @@ func hookDecisionData(hook string, d policy.Decision, modified bool) map[string]
 }
 
 // newApproval builds the Approval record of a paused call.
-func newApproval(c *call, expires interface{ Format(string) string }) *resource.Object {
+func newApproval(c *call, expires time.Time) *resource.Object {
 	return &resource.Object{
 		APIVersion: resource.GroupVersion,
 		Kind:       resource.KindApproval,
@@ -257,7 +254,7 @@ func newApproval(c *call, expires interface{ Format(string) string }) *resource.
 			"toolRef":     map[string]any{"name": c.req.Tool},
 			"sideEffect":  c.class,
 			"reason":      c.approvalReason,
-			"expiresAt":   expires.Format("2006-01-02T15:04:05Z07:00"),
+			"expiresAt":   expires.UTC().Format(time.RFC3339),
 		},
 		Status: map[string]any{"status": ApprovalPending},
 	}

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	neturl "net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -191,13 +193,14 @@ func withQuery(url string, input map[string]any) string {
 			b, _ := json.Marshal(t)
 			s = string(b)
 		}
-		q = append(q, queryEscape(k)+"="+queryEscape(s))
+		q = append(q, neturl.QueryEscape(k)+"="+neturl.QueryEscape(s))
 	}
+	slices.Sort(q)
 	sep := "?"
 	if strings.Contains(url, "?") {
 		sep = "&"
 	}
-	return url + sep + strings.Join(sortedStrings(q), "&")
+	return url + sep + strings.Join(q, "&")
 }
 
 // redactURLError drops the URL from a transport error: it may carry

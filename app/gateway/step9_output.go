@@ -21,10 +21,10 @@ func (c *call) processOutput(ctx context.Context, res *result) error {
 	safety := c.tool.spec.Safety
 	out, report := scanOutput(res.output, safety)
 	res.output, res.report = out, report
-	if report.blocked() {
+	if report.blocked {
 		res.block = apierr.New(apierr.CodePolicyDenied,
 			"the result of tool %q was blocked at hook toolCallResult: it carries prompt-injection patterns (%s), and the tool's safety.scanInjection is block",
-			c.req.Tool, report.Summary()).
+			c.req.Tool, report.summary).
 			WithDetails(map[string]any{"policyId": "", "policyVersion": "", "rule": "safety.scanInjection"})
 		res.output = nil
 		return nil

@@ -1,16 +1,5 @@
 package gateway
 
-import (
-	"net/url"
-	"slices"
-	"time"
-)
-
-func queryEscape(s string) string { return url.QueryEscape(s) }
-
-func sortedStrings(s []string) []string {
-	slices.Sort(s)
-	return s
-}
+import "time"
 
 func parseTime(s string) (time.Time, error) { return time.Parse(time.RFC3339Nano, s) }

@@ -1,9 +1,7 @@
 package server
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -113,10 +111,8 @@ func (s *Server) handleAPIKeyCreate(c *fiber.Ctx) error {
 	a := auditOf(c)
 	a.verb, a.resource = authz.VerbCreate, "APIKey"
 	var req apiKeyRequest
-	dec := json.NewDecoder(bytes.NewReader(c.Body()))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return badRequest("the body must be a JSON object {name, namespace, role, agent?, expiresIn?}: %s", err.Error())
+	if err := decodeStrict(c.Body(), &req, "a JSON object {name, namespace, role, agent?, expiresIn?}"); err != nil {
+		return err
 	}
 	a.namespace = req.Namespace
 	if req.Name != "" {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"strings"
 	"time"
 
@@ -151,10 +150,6 @@ func (s *Server) handleApprovalCreate(c *fiber.Ctx) error {
 	p := principal(c)
 	ap, err := s.gateway.RequestApproval(c.UserContext(), p, req)
 	if err != nil {
-		var e *apierr.Error
-		if errors.As(err, &e) {
-			return e
-		}
 		return err
 	}
 	info := auditOf(c)
