@@ -2,7 +2,12 @@ package store
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
+
+	"github.com/warden-dev/warden/app/events"
+	"github.com/warden-dev/warden/app/resource"
 )
 
 // GatewayTx holds the tool gateway's shared state inside a tenant
@@ -78,4 +83,142 @@ type UsageCharge struct {
 type UsageTotal struct {
 	Calls int64
 	Cost  float64
+}
+
+// CallWriter writes the tool gateway's hot path: a batch of tool-call
+// writes of one tenant in one transaction, in as few round trips as the
+// driver can manage (Postgres: one).
+type CallWriter interface {
+	// WriteCalls applies ws in order, in one transaction of tenant, as if
+	// each write's parts ran one after another through the Tx methods:
+	//
+	//  1. Update replaces the status of Update.Stored, whose
+	//     resourceVersion is the precondition. A stale or missing record
+	//     sets the write's Err (ErrConflict) and skips its other parts.
+	//  2. Claim is IdempotencyClaim. A claim held by another call sets
+	//     Holder and skips the write's other parts.
+	//  3. Charges is UsageCharge. A refused charge sets Exceeded, releases
+	//     the claim taken in step 2 and skips the remaining parts.
+	//  4. Creates are ResourceCreate, in order.
+	//  5. Release is IdempotencyRelease.
+	//  6. Events are EventInsert, in order.
+	//
+	// A write that fails otherwise (a name that exists, a bad argument, a
+	// database error) rolls the whole transaction back and WriteCalls
+	// returns a *BatchError naming it; nothing is written.
+	WriteCalls(ctx context.Context, tenant string, ws []*CallWrite) error
+}
+
+// CallWrite is one write of WriteCalls: its parts, all optional, and, once
+// WriteCalls returned nil, its outcome.
+type CallWrite struct {
+	Update  *StatusUpdate
+	Claim   *IdempotencyClaim
+	Charges []UsageCharge
+	Creates []*resource.Object
+	Release *IdempotencyRelease
+	Events  []events.Event
+
+	// Err is ErrConflict when Update's precondition failed.
+	Err error
+	// Holder is the call holding the claim when it was not taken.
+	Holder string
+	// Exceeded is the index of the refused charge, -1 when none was.
+	Exceeded int
+	// Totals are the counters after the charges, as UsageCharge returns.
+	Totals []UsageTotal
+	// Updated is the stored object after Update.
+	Updated *resource.Object
+	// Created are the stored objects of Creates.
+	Created []*resource.Object
+	// Inserted are the stored Events, with their sequence numbers.
+	Inserted []events.Event
+}
+
+// StatusUpdate replaces the status of Stored, a record as last read or
+// written: its resourceVersion is the precondition.
+type StatusUpdate struct {
+	Stored *resource.Object
+	Status map[string]any
+}
+
+// IdempotencyRelease names a claim to release if Call still holds it.
+type IdempotencyRelease struct {
+	Namespace, Key, Call string
+}
+
+// BatchError is the error of one write of a batch, which rolled the batch
+// back.
+type BatchError struct {
+	Index int
+	Err   error
+}
+
+func (e *BatchError) Error() string { return fmt.Sprintf("write %d of the batch: %v", e.Index, e.Err) }
+
+func (e *BatchError) Unwrap() error { return e.Err }
+
+// reset clears the outcome.
+func (w *CallWrite) reset() {
+	w.Err, w.Holder, w.Exceeded, w.Totals, w.Updated, w.Created, w.Inserted = nil, "", -1, nil, nil, nil, nil
+}
+
+// PrepareCallWrite checks w, resets its outcome and returns the prepared
+// parts drivers store: the claim and charges normalized, each create and
+// the update prepared at version 0 (drivers set the version they allocate).
+func PrepareCallWrite(w *CallWrite, now time.Time) (PreparedCallWrite, error) {
+	w.reset()
+	var p PreparedCallWrite
+	var err error
+	if w.Update != nil {
+		if w.Update.Stored == nil {
+			return p, errors.New("status update: stored object is required")
+		}
+		if err := CheckKey(w.Update.Stored.Key()); err != nil {
+			return p, fmt.Errorf("status update: %w", err)
+		}
+		if p.UpdateVersion, err = ParseVersion(w.Update.Stored.Metadata.ResourceVersion); err != nil {
+			return p, fmt.Errorf("status update of %s: %w", w.Update.Stored.Key(), err)
+		}
+		out, changed, err := PrepareUpdateStatus(w.Update.Stored, w.Update.Status, "")
+		if err != nil {
+			return p, err
+		}
+		if changed {
+			p.Update = out
+		}
+	}
+	if w.Claim != nil {
+		c, err := PrepareIdempotencyClaim(*w.Claim, now)
+		if err != nil {
+			return p, err
+		}
+		p.Claim = &c
+	}
+	if p.Charges, err = PrepareUsageCharges(w.Charges); err != nil {
+		return p, err
+	}
+	for _, o := range w.Creates {
+		out, err := PrepareCreate(o, 0, now)
+		if err != nil {
+			return p, err
+		}
+		p.Creates = append(p.Creates, out)
+	}
+	if r := w.Release; r != nil && (r.Key == "" || r.Call == "") {
+		return p, errors.New("idempotency release: key and call are required")
+	}
+	return p, nil
+}
+
+// PreparedCallWrite is a CallWrite checked and normalized by
+// PrepareCallWrite.
+type PreparedCallWrite struct {
+	// Update is the record with its new status, nil when the status is
+	// unchanged; UpdateVersion is the stored version it replaces.
+	Update        *resource.Object
+	UpdateVersion int64
+	Claim         *IdempotencyClaim
+	Charges       []UsageCharge
+	Creates       []*resource.Object
 }

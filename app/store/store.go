@@ -43,6 +43,9 @@ type Store interface {
 	// unknown or revoked keys.
 	APIKeyLookup(ctx context.Context, secretHash string) (*APIKey, error)
 
+	// CallWriter writes the tool gateway's records in batches.
+	CallWriter
+
 	// IdentityStore holds the tenant directory, sessions, memberships by
 	// e-mail, API key usage and the signing keys.
 	IdentityStore

@@ -70,6 +70,11 @@ func Run(t *testing.T, open OpenFunc) {
 		{"UsageConcurrent", testUsageConcurrent},
 		{"GatewayIsolation", testGatewayIsolation},
 		{"ListenConfig", testListenConfig},
+		{"WriteCalls", testWriteCalls},
+		{"WriteCallsCharges", testWriteCallsCharges},
+		{"WriteCallsRollback", testWriteCallsRollback},
+		{"WriteCallsConcurrent", testWriteCallsConcurrent},
+		{"WriteCallsIsolation", testWriteCallsIsolation},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

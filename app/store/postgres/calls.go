@@ -1,0 +1,235 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/warden-dev/warden/app/resource"
+	"github.com/warden-dev/warden/app/store"
+)
+
+// qWriteCall calls warden_write_call (migration 0005) with one write.
+const qWriteCall = `SELECT conflict, holder, exceeded, total_calls, total_costs, first_rv, first_seq
+	FROM warden_write_call($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
+		$19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32)`
+
+// WriteCalls sends the whole transaction (BEGIN, the tenant, one
+// warden_write_call per write, the commit notification and COMMIT) as one
+// pipelined batch: one round trip, during which the tenant's lock is held
+// only while the server runs the statements and flushes the commit.
+func (s *Store) WriteCalls(ctx context.Context, tenant string, ws []*store.CallWrite) error {
+	if err := store.CheckTenant(tenant); err != nil {
+		return err
+	}
+	if len(ws) == 0 {
+		return nil
+	}
+	now := s.now()
+	preps := make([]store.PreparedCallWrite, len(ws))
+	batch := &pgx.Batch{}
+	batch.Queue(`BEGIN`)
+	batch.Queue(`SELECT set_config('warden.tenant_id', $1, true)`, tenant)
+	config := false
+	for i, w := range ws {
+		p, err := store.PrepareCallWrite(w, now)
+		if err != nil {
+			return &store.BatchError{Index: i, Err: err}
+		}
+		args, err := writeCallArgs(w, p, now)
+		if err != nil {
+			return &store.BatchError{Index: i, Err: err}
+		}
+		preps[i] = p
+		batch.Queue(qWriteCall, args...)
+		for _, o := range p.Creates {
+			config = config || !resource.IsRecordKind(o.Kind)
+		}
+		if p.Update != nil {
+			config = config || !resource.IsRecordKind(p.Update.Kind)
+		}
+	}
+	batch.Queue(`SELECT pg_notify($1, $2)`, notifyChannel, notifyPayload(tenant, config))
+	batch.Queue(`COMMIT`)
+
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("postgres: write calls: %w", err)
+	}
+	defer conn.Release()
+	type outcome struct {
+		conflict          bool
+		holder            string
+		exceeded          int32
+		calls             []int64
+		costs             []float64
+		firstRV, firstSeq int64
+	}
+	outs := make([]outcome, len(ws))
+	br := conn.SendBatch(ctx, batch)
+	failed, failure := -1, error(nil)
+	if _, err := br.Exec(); err != nil {
+		failure = fmt.Errorf("begin: %w", err)
+	} else if _, err := br.Exec(); err != nil {
+		failure = fmt.Errorf("set tenant: %w", err)
+	}
+	for i := range ws {
+		if failure != nil {
+			break
+		}
+		o := &outs[i]
+		if err := br.QueryRow().Scan(&o.conflict, &o.holder, &o.exceeded, &o.calls, &o.costs, &o.firstRV, &o.firstSeq); err != nil {
+			failed, failure = i, err
+		}
+	}
+	if failure == nil {
+		if _, err := br.Exec(); err != nil {
+			failure = fmt.Errorf("notify: %w", err)
+		} else if _, err := br.Exec(); err != nil {
+			failure = fmt.Errorf("commit: %w", err)
+		}
+	}
+	if err := br.Close(); err != nil && failure == nil {
+		failure = err
+	}
+	if failure != nil {
+		if conn.Conn().PgConn().TxStatus() != 'I' {
+			// The pool drops a connection left inside a transaction, so
+			// a failed rollback only costs a reconnection.
+			_, _ = conn.Exec(context.WithoutCancel(ctx), `ROLLBACK`)
+		}
+		failure = interpretError(failure)
+		if failed >= 0 {
+			return &store.BatchError{Index: failed, Err: failure}
+		}
+		return fmt.Errorf("postgres: write calls: %w", failure)
+	}
+	s.notifier.Notify(tenant)
+	if config {
+		s.configNotifier.Notify(tenant)
+	}
+
+	for i, w := range ws {
+		o, p := outs[i], preps[i]
+		switch {
+		case o.conflict:
+			w.Err = fmt.Errorf("status update of %s: %w", w.Update.Stored.Key(), store.ErrConflict)
+			continue
+		case o.holder != "":
+			w.Holder = o.holder
+			continue
+		}
+		if len(p.Charges) > 0 {
+			w.Totals = make([]store.UsageTotal, len(p.Charges))
+			for j := range w.Totals {
+				if j < len(o.calls) && j < len(o.costs) {
+					w.Totals[j] = store.UsageTotal{Calls: o.calls[j], Cost: o.costs[j]}
+				}
+			}
+			if o.exceeded >= 0 {
+				w.Exceeded = int(o.exceeded)
+				continue
+			}
+			store.SettleUsageTotals(p.Charges, w.Totals)
+		}
+		rv := o.firstRV
+		if w.Update != nil {
+			if p.Update == nil {
+				w.Updated = w.Update.Stored
+			} else {
+				p.Update.Metadata.ResourceVersion = store.FormatVersion(rv)
+				w.Updated = p.Update
+				rv++
+			}
+		}
+		for _, c := range p.Creates {
+			c.Metadata.ResourceVersion = store.FormatVersion(rv)
+			w.Created = append(w.Created, c)
+			rv++
+		}
+		for j, ev := range w.Events {
+			ev.Seq = o.firstSeq + int64(j)
+			ev.Tenant = tenant
+			ev.Time = eventTime(ev.Time, now)
+			w.Inserted = append(w.Inserted, ev)
+		}
+	}
+	return nil
+}
+
+// eventTime is the stored form of an event's time: now when unset, UTC,
+// microseconds.
+func eventTime(t, now time.Time) time.Time {
+	if t.IsZero() {
+		t = now
+	}
+	return t.UTC().Truncate(time.Microsecond)
+}
+
+// writeCallArgs renders a prepared write as warden_write_call's arguments.
+func writeCallArgs(w *store.CallWrite, p store.PreparedCallWrite, now time.Time) ([]any, error) {
+	args := make([]any, 0, 32)
+	if w.Update != nil {
+		k := w.Update.Stored.Key()
+		var labels, object *string
+		if p.Update != nil {
+			b, err := store.EncodeObject(p.Update)
+			if err != nil {
+				return nil, err
+			}
+			l, o := string(store.EncodeLabels(p.Update.Metadata.Labels)), string(b)
+			labels, object = &l, &o
+		}
+		args = append(args, k.Kind, k.Namespace, k.Name, p.UpdateVersion, labels, object)
+	} else {
+		args = append(args, nil, nil, nil, nil, nil, nil)
+	}
+	if c := p.Claim; c != nil {
+		args = append(args, c.Namespace, c.Key, c.Call, c.Now, store.IdempotencyExpiry(*c), c.Force)
+	} else {
+		args = append(args, nil, nil, nil, nil, nil, nil)
+	}
+	n := len(p.Charges)
+	keys, windows, calls, costs, maxCalls, maxCosts := make([]string, n), make([]time.Time, n), make([]int64, n),
+		make([]float64, n), make([]int64, n), make([]float64, n)
+	for i, c := range p.Charges {
+		keys[i], windows[i], calls[i], costs[i], maxCalls[i], maxCosts[i] = c.Key, c.WindowStart, c.Calls, c.Cost, c.MaxCalls, c.MaxCost
+	}
+	args = append(args, keys, windows, calls, costs, maxCalls, maxCosts)
+	n = len(p.Creates)
+	kinds, nss, names, uids, labels, objects := make([]string, n), make([]string, n), make([]string, n),
+		make([]string, n), make([]string, n), make([]string, n)
+	for i, o := range p.Creates {
+		b, err := store.EncodeObject(o)
+		if err != nil {
+			return nil, err
+		}
+		kinds[i], nss[i], names[i], uids[i] = o.Kind, o.Metadata.Namespace, o.Metadata.Name, o.Metadata.UID
+		labels[i], objects[i] = string(store.EncodeLabels(o.Metadata.Labels)), string(b)
+	}
+	args = append(args, kinds, nss, names, uids, labels, objects)
+	if r := w.Release; r != nil {
+		args = append(args, r.Namespace, r.Key, r.Call)
+	} else {
+		args = append(args, nil, nil, nil)
+	}
+	n = len(w.Events)
+	types, times, evNss, subjects, datas := make([]string, n), make([]time.Time, n), make([]string, n),
+		make([]string, n), make([]*string, n)
+	for i, ev := range w.Events {
+		types[i], times[i], evNss[i], subjects[i] = ev.Type, eventTime(ev.Time, now), ev.Namespace, ev.Subject
+		if len(ev.Data) > 0 {
+			b, err := json.Marshal(ev.Data)
+			if err != nil {
+				return nil, fmt.Errorf("event %s: encode data: %w", ev.Type, err)
+			}
+			d := string(b)
+			datas[i] = &d
+		}
+	}
+	args = append(args, types, times, evNss, subjects, datas)
+	return args, nil
+}

@@ -1,0 +1,1 @@
+DROP FUNCTION IF EXISTS warden_write_call;
