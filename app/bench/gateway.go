@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -42,6 +43,9 @@ type Options struct {
 	// Rules is the number of policy rules evaluated on every call (none
 	// fires, so the decision is allow).
 	Rules int
+	// CPUProfile, when set, is where a CPU profile of the gateway's
+	// saturation phase is written.
+	CPUProfile string
 }
 
 // WithDefaults fills in the defaults: 1000 calls/s, 10s, 64 callers, 20
@@ -149,20 +153,29 @@ func RunGateway(ctx context.Context, o Options, w io.Writer) ([]Result, error) {
 	}
 	var out []Result
 	for _, ph := range []struct {
-		name string
-		fn   func(context.Context) error
-		rate bool
+		name           string
+		fn             func(context.Context) error
+		rate, governed bool
 	}{
-		{"direct, fixed rate", direct, true},
-		{"gateway, fixed rate", governed, true},
-		{"direct, saturation", direct, false},
-		{"gateway, saturation", governed, false},
+		{"direct, fixed rate", direct, true, false},
+		{"gateway, fixed rate", governed, true, true},
+		{"direct, saturation", direct, false, false},
+		{"gateway, saturation", governed, false, true},
 	} {
 		var r Result
 		if ph.rate {
 			r = fixedRate(ctx, ph.fn, o.Rate, o.Duration)
 		} else {
+			path := ""
+			if ph.governed {
+				path = o.CPUProfile
+			}
+			stop, err := startProfile(path)
+			if err != nil {
+				return nil, err
+			}
 			r = saturate(ctx, ph.fn, o.Concurrency, o.Duration)
+			stop()
 		}
 		r.Name = ph.name
 		out = append(out, r)
@@ -176,6 +189,26 @@ func RunGateway(ctx context.Context, o Options, w io.Writer) ([]Result, error) {
 	fmt.Fprintf(w, "added latency at %d calls/s: p50 %s, p99 %s; governed throughput at saturation: %.0f calls/s\n",
 		o.Rate, ms(out[1].P50-out[0].P50), ms(out[1].P99-out[0].P99), out[3].PerSecond())
 	return out, nil
+}
+
+// startProfile writes a CPU profile of the process to path while the
+// gateway's saturation phase (governed) runs; no path, no profile.
+func startProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}, nil
 }
 
 func ms(d time.Duration) string {

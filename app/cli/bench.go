@@ -39,6 +39,7 @@ A postgres:// store must be a database of its own: the benchmark writes to it.`,
 	f.DurationVar(&o.Duration, "duration", 10*time.Second, "length of each phase")
 	f.IntVar(&o.Concurrency, "concurrency", 64, "closed-loop callers of the saturation phases")
 	f.IntVar(&o.Rules, "rules", 20, "policy rules evaluated on every call")
+	f.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the gateway's saturation phase to this file (go tool pprof)")
 	cmd.AddCommand(gw)
 	return cmd
 }

@@ -88,17 +88,53 @@ func (c *call) finish(ctx context.Context, res *result) error {
 			}
 		}
 	}
+	st := cloneMap(c.obj.Status)
+	st["phase"], st["completedAt"], st["output"] = phase, timestamp(done), outMap
+	if _, ok := st["startedAt"]; !ok {
+		st["startedAt"] = timestamp(c.now)
+	}
+	data := map[string]any{"tool": c.req.Tool, "agent": c.p.Agent, "phase": phase, "durationMs": done.Sub(c.now).Milliseconds()}
+	if res.failure != nil {
+		data["code"] = res.failure.Code
+	}
+	if res.report.found() {
+		data["findings"] = res.report.counts
+	}
+	// A result that needs no audit record (nothing blocked, modified or
+	// found) goes through the store's batched tool-call writes.
+	if res.block == nil && !res.modified && !res.report.found() {
+		w := &store.CallWrite{
+			Update:  &store.StatusUpdate{Stored: c.obj, Status: st},
+			Charges: extra,
+			Events:  []events.Event{c.newEvent(events.ToolCallCompleted, data)},
+		}
+		if res.decision.Policy != "" {
+			w.Events = append(w.Events, c.newEvent(events.HookDecision, hookDecisionData("toolCallResult", res.decision, false)))
+		}
+		if releases(phase) {
+			w.Release = &store.IdempotencyRelease{Namespace: c.p.Namespace, Key: c.key, Call: c.name}
+		}
+		if _, err := w.Prepare(done); err != nil {
+			return errorf("record result of %s: %w", c.name, err)
+		}
+		if err := c.g.rec.call(ctx, c.p.Tenant, w); err != nil {
+			return errorf("record result of %s: %w", c.name, err)
+		}
+		// A conflict (the record changed since this executor read it)
+		// falls through to the general path, which writes over it.
+		if w.Err == nil {
+			c.g.publish(w.Inserted)
+			c.obj = w.Updated
+			c.g.waiters.wake(c.p.Tenant, c.p.Namespace+"/"+c.name)
+			return nil
+		}
+	}
 	var obj *resource.Object
 	var evs []events.Event
 	err := c.g.rec.do(ctx, c.p.Tenant, func(ctx context.Context, tx store.Tx) error {
 		// Only this executor writes a running call (cancel refuses it), so
 		// the status it claimed is the stored one.
 		key := c.obj.Key()
-		st := cloneMap(c.obj.Status)
-		st["phase"], st["completedAt"], st["output"] = phase, timestamp(done), outMap
-		if _, ok := st["startedAt"]; !ok {
-			st["startedAt"] = timestamp(c.now)
-		}
 		var err error
 		if obj, err = tx.ResourceUpdateStatus(ctx, key, st, ""); err != nil {
 			return err
@@ -116,13 +152,6 @@ func (c *call) finish(ctx context.Context, res *result) error {
 			}
 		}
 		w := &txWriter{c: c, tx: tx}
-		data := map[string]any{"tool": c.req.Tool, "agent": c.p.Agent, "phase": phase, "durationMs": done.Sub(c.now).Milliseconds()}
-		if res.failure != nil {
-			data["code"] = res.failure.Code
-		}
-		if res.report.found() {
-			data["findings"] = res.report.counts
-		}
 		w.event(ctx, events.ToolCallCompleted, data)
 		hd := hookDecisionData("toolCallResult", res.decision, res.modified)
 		if res.report.found() {

@@ -17,20 +17,28 @@ const maxBatch = 128
 // dozen commits, and alone a call waits for nobody. A caller returns after
 // the transaction holding its write committed.
 //
+// Each tenant has one writer (tenants are spread over the writers by a
+// hash): a tenant's transactions serialize on its lock in the database
+// anyway, and a second writer would only split what piles up during a
+// commit into two smaller batches, each waiting for the other.
+//
 // A write is a function over the transaction that must be safe to run
 // again: when one write of a batch fails, the transaction rolls back, the
 // failing write gets its error, and the others run again without it.
 type recorder struct {
-	st   store.Store
-	ch   chan *write
-	base context.Context
-	wg   sync.WaitGroup
+	st     store.Store
+	shards []chan *write
+	base   context.Context
+	wg     sync.WaitGroup
 }
 
+// write is fn (a general write) or cw (a tool-call write, which the store
+// batches in fewer round trips).
 type write struct {
 	ctx    context.Context
 	tenant string
 	fn     func(ctx context.Context, tx store.Tx) error
+	cw     *store.CallWrite
 	done   chan error
 }
 
@@ -43,10 +51,12 @@ type itemError struct {
 func (e *itemError) Error() string { return e.err.Error() }
 
 func newRecorder(base context.Context, st store.Store, workers int) *recorder {
-	r := &recorder{st: st, ch: make(chan *write, 4096), base: base}
+	r := &recorder{st: st, base: base}
 	for range workers {
+		ch := make(chan *write, 4096)
+		r.shards = append(r.shards, ch)
 		r.wg.Add(1)
-		go r.run()
+		go r.run(ch)
 	}
 	return r
 }
@@ -55,9 +65,19 @@ func newRecorder(base context.Context, st store.Store, workers int) *recorder {
 // and returns when it committed or failed. The write is not abandoned when
 // ctx ends: a record must not be half written because a client went away.
 func (r *recorder) do(ctx context.Context, tenant string, fn func(ctx context.Context, tx store.Tx) error) error {
-	w := &write{ctx: context.WithoutCancel(ctx), tenant: tenant, fn: fn, done: make(chan error, 1)}
+	return r.enqueue(&write{ctx: context.WithoutCancel(ctx), tenant: tenant, fn: fn, done: make(chan error, 1)})
+}
+
+// call applies cw (store.CallWriter), possibly in one batch with other
+// callers' writes, and returns when the batch committed or failed; cw
+// then holds its outcome.
+func (r *recorder) call(ctx context.Context, tenant string, cw *store.CallWrite) error {
+	return r.enqueue(&write{ctx: context.WithoutCancel(ctx), tenant: tenant, cw: cw, done: make(chan error, 1)})
+}
+
+func (r *recorder) enqueue(w *write) error {
 	select {
-	case r.ch <- w:
+	case r.shards[shard(w.tenant, len(r.shards))] <- w:
 	case <-r.base.Done():
 		return errors.New("gateway: shutting down")
 	}
@@ -66,18 +86,27 @@ func (r *recorder) do(ctx context.Context, tenant string, fn func(ctx context.Co
 
 func (r *recorder) close() { r.wg.Wait() }
 
-func (r *recorder) run() {
+// shard returns the writer of tenant (FNV-1a).
+func shard(tenant string, n int) int {
+	h := uint32(2166136261)
+	for i := 0; i < len(tenant); i++ {
+		h = (h ^ uint32(tenant[i])) * 16777619
+	}
+	return int(h % uint32(n))
+}
+
+func (r *recorder) run(ch chan *write) {
 	defer r.wg.Done()
 	for {
 		var first *write
 		select {
-		case first = <-r.ch:
+		case first = <-ch:
 		case <-r.base.Done():
 			// Drain what was queued before the shutdown.
 			for {
 				select {
-				case w := <-r.ch:
-					r.commit([]*write{w})
+				case w := <-ch:
+					r.commitAll([]*write{w})
 				default:
 					return
 				}
@@ -87,26 +116,57 @@ func (r *recorder) run() {
 	fill:
 		for len(batch) < maxBatch {
 			select {
-			case w := <-r.ch:
+			case w := <-ch:
 				batch = append(batch, w)
 			default:
 				break fill
 			}
 		}
-		// One transaction per tenant, in arrival order.
-		for len(batch) > 0 {
-			tenant := batch[0].tenant
-			var same, rest []*write
-			for _, w := range batch {
-				if w.tenant == tenant {
-					same = append(same, w)
-				} else {
-					rest = append(rest, w)
-				}
+		r.commitAll(batch)
+	}
+}
+
+// commitAll commits a batch: per tenant, in arrival order, one
+// transaction for the tool-call writes and one for the general writes.
+func (r *recorder) commitAll(batch []*write) {
+	for len(batch) > 0 {
+		tenant := batch[0].tenant
+		var calls, general, rest []*write
+		for _, w := range batch {
+			switch {
+			case w.tenant != tenant:
+				rest = append(rest, w)
+			case w.cw != nil:
+				calls = append(calls, w)
+			default:
+				general = append(general, w)
 			}
-			r.commit(same)
-			batch = rest
 		}
+		r.commitCalls(calls)
+		r.commit(general)
+		batch = rest
+	}
+}
+
+// commitCalls writes ws with one WriteCalls, retrying without a write that
+// fails.
+func (r *recorder) commitCalls(ws []*write) {
+	for len(ws) > 0 {
+		cws := make([]*store.CallWrite, len(ws))
+		for i, w := range ws {
+			cws[i] = w.cw
+		}
+		err := r.st.WriteCalls(ws[0].ctx, ws[0].tenant, cws)
+		var be *store.BatchError
+		if errors.As(err, &be) && be.Index >= 0 && be.Index < len(ws) {
+			ws[be.Index].done <- be.Err
+			ws = append(ws[:be.Index:be.Index], ws[be.Index+1:]...)
+			continue
+		}
+		for _, w := range ws {
+			w.done <- err
+		}
+		return
 	}
 }
 

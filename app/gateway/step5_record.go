@@ -34,6 +34,12 @@ func (c *call) record(ctx context.Context) error {
 		return c.recordDenied(ctx, c.denial, events.PolicyDenied)
 	}
 	limits, charges := c.charges()
+	if c.batchable(limits) {
+		done, err := c.recordBatched(ctx, charges)
+		if err != nil || done {
+			return err
+		}
+	}
 	var (
 		obj      *resource.Object
 		holder   *resource.Object
@@ -88,22 +94,10 @@ func (c *call) record(ctx context.Context) error {
 			warnings = append(warnings, fmt.Sprintf("soft limit %s spec.limits[%d] (%s %s): %s", l.Policy, l.Index, l.Scope, l.Match, usageText(l, totals[i])))
 			w.event(ctx, events.BudgetExceeded, limitEventData(l, totals[i], "warning"))
 		}
-		o := newToolCall(c.name, c.p.Namespace, c.p.Environment, c.req.Execution, c.p.Agent, c.req.Tool, c.class, c.key, c.input,
-			c.approvalRequired, ApprovalNotRequired)
-		c.annotate(o)
-		if c.approvalRequired {
-			o.Spec["approval"].(map[string]any)["status"] = ApprovalPending
-			o.Status = map[string]any{"phase": PhaseAwaitingApproval}
-		} else {
-			o.Status = map[string]any{"phase": PhaseRunning, "startedAt": timestamp(c.now)}
-		}
-		if obj, err = tx.ResourceCreate(ctx, o); err != nil {
+		if obj, err = tx.ResourceCreate(ctx, c.newRecord()); err != nil {
 			return err
 		}
-		w.event(ctx, events.ToolCallRequested, map[string]any{
-			"tool": c.req.Tool, "agent": c.p.Agent, "environment": c.p.Environment, "sideEffect": c.class,
-			"idempotencyKey": c.key, "approvalRequired": c.approvalRequired, "force": c.req.Force,
-		})
+		w.event(ctx, events.ToolCallRequested, c.requestedData())
 		// A HookDecision is recorded when the Guardian did something: a
 		// rule fired, the input changed or approval is required. A plain
 		// allow with no rule firing is in ToolCallRequested already.
@@ -118,10 +112,7 @@ func (c *call) record(ctx context.Context) error {
 			if _, err := tx.ResourceCreate(ctx, ap); err != nil {
 				return err
 			}
-			w.event(ctx, events.ApprovalRequested, map[string]any{
-				"approval": ap.Metadata.Name, "toolCall": c.name, "tool": c.req.Tool, "agent": c.p.Agent,
-				"sideEffect": c.class, "reason": c.approvalReason, "expiresAt": ap.Spec["expiresAt"],
-			})
+			w.event(ctx, events.ApprovalRequested, c.approvalData(ap))
 		}
 		evs = w.evs
 		return w.err
@@ -140,6 +131,108 @@ func (c *call) record(ctx context.Context) error {
 		c.obj = obj
 	}
 	return nil
+}
+
+// batchable reports whether the record of this call can go through the
+// store's batched tool-call writes: when it needs no audit record (the
+// input was not modified) and every limit is hard (a soft limit's warning
+// event depends on the counter's new value).
+func (c *call) batchable(limits []policy.Limit) bool {
+	if c.modified {
+		return false
+	}
+	for _, l := range limits {
+		if !l.Hard() {
+			return false
+		}
+	}
+	return true
+}
+
+// recordBatched is record through store.CallWriter: on Postgres the
+// transaction of a whole batch of calls is one round trip. It returns
+// done=false, having written nothing that lasts, when the call needs the
+// general path: a hard limit refused the charge (the general path records
+// the denial) or the record of the call holding the key is gone.
+func (c *call) recordBatched(ctx context.Context, charges []store.UsageCharge) (done bool, err error) {
+	o := c.newRecord()
+	creates := []*resource.Object{o}
+	evs := []events.Event{c.newEvent(events.ToolCallRequested, c.requestedData())}
+	if c.decision.Policy != "" || c.modified || c.approvalRequired {
+		evs = append(evs, c.newEvent(events.HookDecision, hookDecisionData(resource.HookToolCallRequest, c.decision, c.modified)))
+	}
+	if c.approvalRequired {
+		ap := newApproval(c, c.now.Add(c.settings.ApprovalTimeout))
+		creates = append(creates, ap)
+		evs = append(evs, c.newEvent(events.ApprovalRequested, c.approvalData(ap)))
+	}
+	w := &store.CallWrite{
+		Claim: &store.IdempotencyClaim{
+			Namespace: c.p.Namespace, Key: c.key, Call: c.name, Now: c.now, Window: c.settings.IdempotencyWindow, Force: c.req.Force,
+		},
+		Charges: charges,
+		Creates: creates,
+		Events:  evs,
+	}
+	// The encoding happens here, in parallel with other calls, rather
+	// than in the writer that serializes the batch.
+	if _, err := w.Prepare(c.now); err != nil {
+		return false, errorf("record tool call: %w", err)
+	}
+	if err := c.g.rec.call(ctx, c.p.Tenant, w); err != nil {
+		return false, errorf("record tool call: %w", err)
+	}
+	switch {
+	case w.Holder != "":
+		holder, err := c.g.read(ctx, c.p.Tenant, c.p.Namespace, w.Holder)
+		if e, ok := apierr.As(err); ok && e.Code == apierr.CodeNotFound {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		c.obj, c.replayed, c.name = holder, true, holder.Metadata.Name
+		return true, nil
+	case w.Exceeded >= 0:
+		return false, nil
+	}
+	c.g.publish(w.Inserted)
+	c.obj = w.Created[0]
+	return true, nil
+}
+
+// newRecord returns the call's new ToolCall record: Running, or
+// AwaitingApproval with a pending approval.
+func (c *call) newRecord() *resource.Object {
+	o := newToolCall(c.name, c.p.Namespace, c.p.Environment, c.req.Execution, c.p.Agent, c.req.Tool, c.class, c.key, c.input,
+		c.approvalRequired, ApprovalNotRequired)
+	c.annotate(o)
+	if c.approvalRequired {
+		o.Spec["approval"].(map[string]any)["status"] = ApprovalPending
+		o.Status = map[string]any{"phase": PhaseAwaitingApproval}
+	} else {
+		o.Status = map[string]any{"phase": PhaseRunning, "startedAt": timestamp(c.now)}
+	}
+	return o
+}
+
+func (c *call) requestedData() map[string]any {
+	return map[string]any{
+		"tool": c.req.Tool, "agent": c.p.Agent, "environment": c.p.Environment, "sideEffect": c.class,
+		"idempotencyKey": c.key, "approvalRequired": c.approvalRequired, "force": c.req.Force,
+	}
+}
+
+func (c *call) approvalData(ap *resource.Object) map[string]any {
+	return map[string]any{
+		"approval": ap.Metadata.Name, "toolCall": c.name, "tool": c.req.Tool, "agent": c.p.Agent,
+		"sideEffect": c.class, "reason": c.approvalReason, "expiresAt": ap.Spec["expiresAt"],
+	}
+}
+
+// newEvent returns an event about the call.
+func (c *call) newEvent(typ string, data map[string]any) events.Event {
+	return events.Event{Type: typ, Time: c.now, Tenant: c.p.Tenant, Namespace: c.p.Namespace, Subject: "ToolCall/" + c.name, Data: data}
 }
 
 // annotate adds the call's optional annotations.
@@ -186,9 +279,7 @@ func (w *txWriter) event(ctx context.Context, typ string, data map[string]any) {
 	if w.err != nil {
 		return
 	}
-	ev, err := w.tx.EventInsert(ctx, events.Event{
-		Type: typ, Time: w.c.now, Tenant: w.c.p.Tenant, Namespace: w.c.p.Namespace, Subject: "ToolCall/" + w.c.name, Data: data,
-	})
+	ev, err := w.tx.EventInsert(ctx, w.c.newEvent(typ, data))
 	if err != nil {
 		w.err = err
 		return

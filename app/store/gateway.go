@@ -1,9 +1,14 @@
 package store
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/warden-dev/warden/app/events"
@@ -133,6 +138,8 @@ type CallWrite struct {
 	Created []*resource.Object
 	// Inserted are the stored Events, with their sequence numbers.
 	Inserted []events.Event
+
+	prep *PreparedCallWrite
 }
 
 // StatusUpdate replaces the status of Stored, a record as last read or
@@ -163,62 +170,145 @@ func (w *CallWrite) reset() {
 	w.Err, w.Holder, w.Exceeded, w.Totals, w.Updated, w.Created, w.Inserted = nil, "", -1, nil, nil, nil, nil
 }
 
-// PrepareCallWrite checks w, resets its outcome and returns the prepared
-// parts drivers store: the claim and charges normalized, each create and
-// the update prepared at version 0 (drivers set the version they allocate).
-func PrepareCallWrite(w *CallWrite, now time.Time) (PreparedCallWrite, error) {
+// Prepare checks w and does its encoding work (copies, JSON) once, at now,
+// so that callers can do it in parallel before the write is queued behind
+// others; drivers call it again, which returns the cached result. It
+// resets the outcome.
+func (w *CallWrite) Prepare(now time.Time) (*PreparedCallWrite, error) {
 	w.reset()
-	var p PreparedCallWrite
-	var err error
+	if w.prep != nil {
+		return w.prep, nil
+	}
+	p := &PreparedCallWrite{}
 	if w.Update != nil {
 		if w.Update.Stored == nil {
-			return p, errors.New("status update: stored object is required")
+			return nil, errors.New("status update: stored object is required")
 		}
 		if err := CheckKey(w.Update.Stored.Key()); err != nil {
-			return p, fmt.Errorf("status update: %w", err)
+			return nil, fmt.Errorf("status update: %w", err)
 		}
-		if p.UpdateVersion, err = ParseVersion(w.Update.Stored.Metadata.ResourceVersion); err != nil {
-			return p, fmt.Errorf("status update of %s: %w", w.Update.Stored.Key(), err)
+		v, err := ParseVersion(w.Update.Stored.Metadata.ResourceVersion)
+		if err != nil {
+			return nil, fmt.Errorf("status update of %s: %w", w.Update.Stored.Key(), err)
 		}
+		p.UpdateVersion = v
 		out, changed, err := PrepareUpdateStatus(w.Update.Stored, w.Update.Status, "")
 		if err != nil {
-			return p, err
+			return nil, err
 		}
 		if changed {
-			p.Update = out
+			if p.Update, err = Encode(out); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if w.Claim != nil {
 		c, err := PrepareIdempotencyClaim(*w.Claim, now)
 		if err != nil {
-			return p, err
+			return nil, err
 		}
 		p.Claim = &c
 	}
+	var err error
 	if p.Charges, err = PrepareUsageCharges(w.Charges); err != nil {
-		return p, err
+		return nil, err
 	}
 	for _, o := range w.Creates {
 		out, err := PrepareCreate(o, 0, now)
 		if err != nil {
-			return p, err
+			return nil, err
 		}
-		p.Creates = append(p.Creates, out)
+		e, err := Encode(out)
+		if err != nil {
+			return nil, err
+		}
+		p.Creates = append(p.Creates, e)
 	}
 	if r := w.Release; r != nil && (r.Key == "" || r.Call == "") {
-		return p, errors.New("idempotency release: key and call are required")
+		return nil, errors.New("idempotency release: key and call are required")
 	}
+	for _, ev := range w.Events {
+		pe := PreparedEvent{Event: ev}
+		if pe.Time.IsZero() {
+			pe.Time = now
+		}
+		pe.Time = storedTime(pe.Time)
+		if len(ev.Data) > 0 {
+			if pe.Data, err = json.Marshal(ev.Data); err != nil {
+				return nil, fmt.Errorf("event %s: encode data: %w", ev.Type, err)
+			}
+		}
+		p.Events = append(p.Events, pe)
+	}
+	w.prep = p
 	return p, nil
 }
 
-// PreparedCallWrite is a CallWrite checked and normalized by
-// PrepareCallWrite.
+// PreparedCallWrite is a CallWrite checked and encoded by Prepare.
 type PreparedCallWrite struct {
 	// Update is the record with its new status, nil when the status is
 	// unchanged; UpdateVersion is the stored version it replaces.
-	Update        *resource.Object
+	Update        *EncodedObject
 	UpdateVersion int64
 	Claim         *IdempotencyClaim
 	Charges       []UsageCharge
-	Creates       []*resource.Object
+	Creates       []*EncodedObject
+	Events        []PreparedEvent
+}
+
+// PreparedEvent is an event with its time in the stored form and its data
+// encoded.
+type PreparedEvent struct {
+	events.Event
+	Data []byte
+}
+
+// EncodedObject is an object encoded once, its resourceVersion left for the
+// driver to fill in when it allocates one.
+type EncodedObject struct {
+	// Object is the object; Stored sets its resourceVersion.
+	Object *resource.Object
+	// Labels are the labels as the drivers' labels columns hold them.
+	Labels []byte
+	// json is the encoding with a random placeholder as resourceVersion,
+	// which starts at json[at:] and is placeholderLen bytes long.
+	json []byte
+	at   int
+}
+
+const placeholderLen = 2 + 32 // a JSON string of 32 hex digits
+
+// Encode encodes o for EncodedObject.JSON. The placeholder is random, so
+// that no content of the object (a label, a field of the spec) can be
+// mistaken for it.
+func Encode(o *resource.Object) (*EncodedObject, error) {
+	var r [16]byte
+	_, _ = rand.Read(r[:])
+	placeholder := hex.EncodeToString(r[:])
+	c := *o
+	c.Metadata.ResourceVersion = placeholder
+	b, err := EncodeObject(&c)
+	if err != nil {
+		return nil, err
+	}
+	at := bytes.Index(b, []byte(`"`+placeholder+`"`))
+	if at < 0 {
+		return nil, fmt.Errorf("encode %s: resourceVersion not found in the encoding", o.Key())
+	}
+	return &EncodedObject{Object: o, Labels: EncodeLabels(o.Metadata.Labels), json: b, at: at}, nil
+}
+
+// JSON returns the encoding with resourceVersion rv.
+func (e *EncodedObject) JSON(rv int64) []byte {
+	v := strconv.Quote(FormatVersion(rv))
+	out := make([]byte, 0, len(e.json)-placeholderLen+len(v))
+	out = append(out, e.json[:e.at]...)
+	out = append(out, v...)
+	return append(out, e.json[e.at+placeholderLen:]...)
+}
+
+// Stored sets the object's resourceVersion to rv and returns it.
+func (e *EncodedObject) Stored(rv int64) *resource.Object {
+	e.Object.Metadata.ResourceVersion = FormatVersion(rv)
+	return e.Object
 }

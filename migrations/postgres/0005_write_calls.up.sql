@@ -11,11 +11,18 @@
 -- nothing), the idempotency claim (a claim held by another call returns its
 -- holder and writes nothing more), the usage charges, all or none (a
 -- refused charge takes back the others, releases the claim just taken and
--- returns its index), the creates, the release and the events. Like every
--- write of the tenant it first locks the tenant's tenant_state row and takes
--- resourceVersions and event sequence numbers from it, so commit order stays
--- version order. The statements are those of the driver's Tx methods
--- (app/store/postgres/tx.go, gateway.go); keep them in step.
+-- returns its index), the creates, the release and the events. The statements
+-- are those of the driver's Tx methods (app/store/postgres/tx.go,
+-- gateway.go); keep them in step.
+--
+-- Versions and event sequence numbers: like every write of the tenant, the
+-- batch first locks the tenant's tenant_state row, with
+-- warden_write_calls_begin, which copies its counters into the
+-- transaction-local settings warden.write_rv and warden.write_seq. Each
+-- call takes its numbers from there and warden_write_calls_end writes them
+-- back once. (Updating the row once per write instead would pile up
+-- versions of it inside the transaction that every later write walks.)
+-- Commit order stays version order.
 --
 -- It runs with the caller's rights (SECURITY INVOKER): row-level security
 -- applies to every statement, with the tenant the transaction set.
@@ -43,6 +50,7 @@ DECLARE
     v_i       integer;
     v_calls   bigint;
     v_cost    float8;
+    v_object  jsonb;
 BEGIN
     IF v_tenant IS NULL OR v_tenant = '' THEN
         RAISE EXCEPTION 'warden_write_call: the transaction names no tenant' USING ERRCODE = '42501';
@@ -50,9 +58,11 @@ BEGIN
     conflict := false;
     holder := '';
     exceeded := -1;
-    INSERT INTO tenant_state AS s (tenant_id) VALUES (v_tenant)
-        ON CONFLICT (tenant_id) DO UPDATE SET tenant_id = s.tenant_id
-        RETURNING s.rv, s.event_seq INTO v_rv, v_seq;
+    v_rv := nullif(current_setting('warden.write_rv', true), '')::bigint;
+    v_seq := nullif(current_setting('warden.write_seq', true), '')::bigint;
+    IF v_rv IS NULL OR v_seq IS NULL THEN
+        RAISE EXCEPTION 'warden_write_call: call warden_write_calls_begin first in the transaction' USING ERRCODE = '55000';
+    END IF;
     first_rv := v_rv + 1;
     first_seq := v_seq + 1;
 
@@ -69,20 +79,17 @@ BEGIN
                     EXIT body;
                 END IF;
             ELSE
-                WITH up AS (
-                    UPDATE resources r SET rv = v_rv + 1, labels = p_update_labels::jsonb,
-                        object = jsonb_set(p_update_object::jsonb, '{metadata,resourceVersion}', to_jsonb((v_rv + 1)::text))
+                v_object := jsonb_set(p_update_object::jsonb, '{metadata,resourceVersion}', to_jsonb((v_rv + 1)::text));
+                UPDATE resources r SET rv = v_rv + 1, labels = p_update_labels::jsonb, object = v_object
                     WHERE r.tenant_id = v_tenant AND r.kind = p_update_kind AND r.namespace = p_update_namespace
-                        AND r.name = p_update_name AND r.rv = p_update_rv
-                    RETURNING r.object)
-                INSERT INTO changes (tenant_id, rv, type, kind, namespace, name, object)
-                SELECT v_tenant, v_rv + 1, 'MODIFIED', p_update_kind, p_update_namespace, p_update_name, up.object FROM up;
-                GET DIAGNOSTICS v_n = ROW_COUNT;
-                IF v_n = 0 THEN
+                        AND r.name = p_update_name AND r.rv = p_update_rv;
+                IF NOT FOUND THEN
                     conflict := true;
                     EXIT body;
                 END IF;
                 v_rv := v_rv + 1;
+                INSERT INTO changes (tenant_id, rv, type, kind, namespace, name, object)
+                    VALUES (v_tenant, v_rv, 'MODIFIED', p_update_kind, p_update_namespace, p_update_name, v_object);
             END IF;
         END IF;
 
@@ -151,20 +158,18 @@ BEGIN
             END IF;
         END IF;
 
-        -- 4. The creates, each with the next version.
-        v_n := coalesce(array_length(p_create_names, 1), 0);
-        IF v_n > 0 THEN
-            WITH ins AS (
-                INSERT INTO resources (tenant_id, kind, namespace, name, uid, rv, labels, object)
-                SELECT v_tenant, c.kind, c.namespace, c.name, c.uid, v_rv + c.i, c.labels::jsonb,
-                    jsonb_set(c.object::jsonb, '{metadata,resourceVersion}', to_jsonb((v_rv + c.i)::text))
-                FROM unnest(p_create_kinds, p_create_namespaces, p_create_names, p_create_uids, p_create_labels,
-                    p_create_objects) WITH ORDINALITY AS c(kind, namespace, name, uid, labels, object, i)
-                RETURNING resources.rv, resources.kind, resources.namespace, resources.name, resources.object)
+        -- 4. The creates, each with the next version. (Plain statements in
+        -- a loop: a batch holds one or two, and a set-returning insert
+        -- feeding the change log costs twice as much.)
+        FOR v_i IN 1..coalesce(array_length(p_create_names, 1), 0) LOOP
+            v_rv := v_rv + 1;
+            v_object := jsonb_set(p_create_objects[v_i]::jsonb, '{metadata,resourceVersion}', to_jsonb(v_rv::text));
+            INSERT INTO resources (tenant_id, kind, namespace, name, uid, rv, labels, object)
+                VALUES (v_tenant, p_create_kinds[v_i], p_create_namespaces[v_i], p_create_names[v_i], p_create_uids[v_i],
+                    v_rv, p_create_labels[v_i]::jsonb, v_object);
             INSERT INTO changes (tenant_id, rv, type, kind, namespace, name, object)
-            SELECT v_tenant, ins.rv, 'ADDED', ins.kind, ins.namespace, ins.name, ins.object FROM ins;
-            v_rv := v_rv + v_n;
-        END IF;
+                VALUES (v_tenant, v_rv, 'ADDED', p_create_kinds[v_i], p_create_namespaces[v_i], p_create_names[v_i], v_object);
+        END LOOP;
 
         -- 5. The release.
         IF p_release_key IS NOT NULL THEN
@@ -174,19 +179,50 @@ BEGIN
         END IF;
 
         -- 6. The events, each with the next sequence number.
-        v_n := coalesce(array_length(p_event_types, 1), 0);
-        IF v_n > 0 THEN
+        FOR v_i IN 1..coalesce(array_length(p_event_types, 1), 0) LOOP
+            v_seq := v_seq + 1;
             INSERT INTO events (tenant_id, seq, type, time, namespace, subject, data)
-            SELECT v_tenant, v_seq + e.i, e.type, e.at, e.namespace, e.subject, e.data::jsonb
-            FROM unnest(p_event_types, p_event_times, p_event_namespaces, p_event_subjects, p_event_datas)
-                WITH ORDINALITY AS e(type, at, namespace, subject, data, i);
-            v_seq := v_seq + v_n;
-        END IF;
+                VALUES (v_tenant, v_seq, p_event_types[v_i], p_event_times[v_i], p_event_namespaces[v_i],
+                    p_event_subjects[v_i], p_event_datas[v_i]::jsonb);
+        END LOOP;
     END body;
 
+    PERFORM set_config('warden.write_rv', v_rv::text, true), set_config('warden.write_seq', v_seq::text, true);
+END
+$$;
+
+-- warden_write_calls_begin locks the tenant's counter row (creating it on
+-- first use) for the rest of the transaction and copies its counters into
+-- the transaction's settings.
+CREATE FUNCTION warden_write_calls_begin() RETURNS void
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    v_tenant text := current_setting('warden.tenant_id', true);
+    v_rv     bigint;
+    v_seq    bigint;
+BEGIN
+    IF v_tenant IS NULL OR v_tenant = '' THEN
+        RAISE EXCEPTION 'warden_write_calls_begin: the transaction names no tenant' USING ERRCODE = '42501';
+    END IF;
+    INSERT INTO tenant_state AS s (tenant_id) VALUES (v_tenant)
+        ON CONFLICT (tenant_id) DO UPDATE SET tenant_id = s.tenant_id
+        RETURNING s.rv, s.event_seq INTO v_rv, v_seq;
+    PERFORM set_config('warden.write_rv', v_rv::text, true), set_config('warden.write_seq', v_seq::text, true);
+END
+$$;
+
+-- warden_write_calls_end writes the counters the batch allocated back to
+-- the tenant's row.
+CREATE FUNCTION warden_write_calls_end() RETURNS void
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    v_tenant text := current_setting('warden.tenant_id', true);
+    v_rv     bigint := current_setting('warden.write_rv')::bigint;
+    v_seq    bigint := current_setting('warden.write_seq')::bigint;
+BEGIN
     UPDATE tenant_state s SET rv = v_rv, event_seq = v_seq
         WHERE s.tenant_id = v_tenant AND (s.rv <> v_rv OR s.event_seq <> v_seq);
 END
 $$;
 
-GRANT EXECUTE ON FUNCTION warden_write_call TO warden_app;
+GRANT EXECUTE ON FUNCTION warden_write_call, warden_write_calls_begin, warden_write_calls_end TO warden_app;

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -17,8 +16,9 @@ const qWriteCall = `SELECT conflict, holder, exceeded, total_calls, total_costs,
 	FROM warden_write_call($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
 		$19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32)`
 
-// WriteCalls sends the whole transaction (BEGIN, the tenant, one
-// warden_write_call per write, the commit notification and COMMIT) as one
+// WriteCalls sends the whole transaction (BEGIN, the tenant, the tenant's
+// lock, one warden_write_call per write, the counters and the commit
+// notification, COMMIT) as one
 // pipelined batch: one round trip, during which the tenant's lock is held
 // only while the server runs the statements and flushes the commit.
 func (s *Store) WriteCalls(ctx context.Context, tenant string, ws []*store.CallWrite) error {
@@ -29,30 +29,27 @@ func (s *Store) WriteCalls(ctx context.Context, tenant string, ws []*store.CallW
 		return nil
 	}
 	now := s.now()
-	preps := make([]store.PreparedCallWrite, len(ws))
+	preps := make([]*store.PreparedCallWrite, len(ws))
 	batch := &pgx.Batch{}
 	batch.Queue(`BEGIN`)
 	batch.Queue(`SELECT set_config('warden.tenant_id', $1, true)`, tenant)
+	batch.Queue(`SELECT warden_write_calls_begin()`)
 	config := false
 	for i, w := range ws {
-		p, err := store.PrepareCallWrite(w, now)
-		if err != nil {
-			return &store.BatchError{Index: i, Err: err}
-		}
-		args, err := writeCallArgs(w, p, now)
+		p, err := w.Prepare(now)
 		if err != nil {
 			return &store.BatchError{Index: i, Err: err}
 		}
 		preps[i] = p
-		batch.Queue(qWriteCall, args...)
+		batch.Queue(qWriteCall, writeCallArgs(w, p)...)
 		for _, o := range p.Creates {
-			config = config || !resource.IsRecordKind(o.Kind)
+			config = config || !resource.IsRecordKind(o.Object.Kind)
 		}
 		if p.Update != nil {
-			config = config || !resource.IsRecordKind(p.Update.Kind)
+			config = config || !resource.IsRecordKind(p.Update.Object.Kind)
 		}
 	}
-	batch.Queue(`SELECT pg_notify($1, $2)`, notifyChannel, notifyPayload(tenant, config))
+	batch.Queue(`SELECT warden_write_calls_end(), pg_notify($1, $2)`, notifyChannel, notifyPayload(tenant, config))
 	batch.Queue(`COMMIT`)
 
 	conn, err := s.pool.Acquire(ctx)
@@ -75,6 +72,8 @@ func (s *Store) WriteCalls(ctx context.Context, tenant string, ws []*store.CallW
 		failure = fmt.Errorf("begin: %w", err)
 	} else if _, err := br.Exec(); err != nil {
 		failure = fmt.Errorf("set tenant: %w", err)
+	} else if _, err := br.Exec(); err != nil {
+		failure = fmt.Errorf("lock tenant state: %w", err)
 	}
 	for i := range ws {
 		if failure != nil {
@@ -87,7 +86,7 @@ func (s *Store) WriteCalls(ctx context.Context, tenant string, ws []*store.CallW
 	}
 	if failure == nil {
 		if _, err := br.Exec(); err != nil {
-			failure = fmt.Errorf("notify: %w", err)
+			failure = fmt.Errorf("save tenant state: %w", err)
 		} else if _, err := br.Exec(); err != nil {
 			failure = fmt.Errorf("commit: %w", err)
 		}
@@ -140,50 +139,35 @@ func (s *Store) WriteCalls(ctx context.Context, tenant string, ws []*store.CallW
 			if p.Update == nil {
 				w.Updated = w.Update.Stored
 			} else {
-				p.Update.Metadata.ResourceVersion = store.FormatVersion(rv)
-				w.Updated = p.Update
+				w.Updated = p.Update.Stored(rv)
 				rv++
 			}
 		}
 		for _, c := range p.Creates {
-			c.Metadata.ResourceVersion = store.FormatVersion(rv)
-			w.Created = append(w.Created, c)
+			w.Created = append(w.Created, c.Stored(rv))
 			rv++
 		}
-		for j, ev := range w.Events {
-			ev.Seq = o.firstSeq + int64(j)
-			ev.Tenant = tenant
-			ev.Time = eventTime(ev.Time, now)
+		for j, pe := range p.Events {
+			ev := pe.Event
+			ev.Seq, ev.Tenant = o.firstSeq+int64(j), tenant
 			w.Inserted = append(w.Inserted, ev)
 		}
 	}
 	return nil
 }
 
-// eventTime is the stored form of an event's time: now when unset, UTC,
-// microseconds.
-func eventTime(t, now time.Time) time.Time {
-	if t.IsZero() {
-		t = now
-	}
-	return t.UTC().Truncate(time.Microsecond)
-}
-
 // writeCallArgs renders a prepared write as warden_write_call's arguments.
-func writeCallArgs(w *store.CallWrite, p store.PreparedCallWrite, now time.Time) ([]any, error) {
+// Versions are allocated by the function, which writes them into the
+// objects (the placeholder is sent as 0).
+func writeCallArgs(w *store.CallWrite, p *store.PreparedCallWrite) []any {
 	args := make([]any, 0, 32)
 	if w.Update != nil {
 		k := w.Update.Stored.Key()
-		var labels, object *string
 		if p.Update != nil {
-			b, err := store.EncodeObject(p.Update)
-			if err != nil {
-				return nil, err
-			}
-			l, o := string(store.EncodeLabels(p.Update.Metadata.Labels)), string(b)
-			labels, object = &l, &o
+			args = append(args, k.Kind, k.Namespace, k.Name, p.UpdateVersion, string(p.Update.Labels), string(p.Update.JSON(0)))
+		} else {
+			args = append(args, k.Kind, k.Namespace, k.Name, p.UpdateVersion, nil, nil)
 		}
-		args = append(args, k.Kind, k.Namespace, k.Name, p.UpdateVersion, labels, object)
 	} else {
 		args = append(args, nil, nil, nil, nil, nil, nil)
 	}
@@ -202,13 +186,10 @@ func writeCallArgs(w *store.CallWrite, p store.PreparedCallWrite, now time.Time)
 	n = len(p.Creates)
 	kinds, nss, names, uids, labels, objects := make([]string, n), make([]string, n), make([]string, n),
 		make([]string, n), make([]string, n), make([]string, n)
-	for i, o := range p.Creates {
-		b, err := store.EncodeObject(o)
-		if err != nil {
-			return nil, err
-		}
+	for i, e := range p.Creates {
+		o := e.Object
 		kinds[i], nss[i], names[i], uids[i] = o.Kind, o.Metadata.Namespace, o.Metadata.Name, o.Metadata.UID
-		labels[i], objects[i] = string(store.EncodeLabels(o.Metadata.Labels)), string(b)
+		labels[i], objects[i] = string(e.Labels), string(e.JSON(0))
 	}
 	args = append(args, kinds, nss, names, uids, labels, objects)
 	if r := w.Release; r != nil {
@@ -216,20 +197,15 @@ func writeCallArgs(w *store.CallWrite, p store.PreparedCallWrite, now time.Time)
 	} else {
 		args = append(args, nil, nil, nil)
 	}
-	n = len(w.Events)
+	n = len(p.Events)
 	types, times, evNss, subjects, datas := make([]string, n), make([]time.Time, n), make([]string, n),
 		make([]string, n), make([]*string, n)
-	for i, ev := range w.Events {
-		types[i], times[i], evNss[i], subjects[i] = ev.Type, eventTime(ev.Time, now), ev.Namespace, ev.Subject
-		if len(ev.Data) > 0 {
-			b, err := json.Marshal(ev.Data)
-			if err != nil {
-				return nil, fmt.Errorf("event %s: encode data: %w", ev.Type, err)
-			}
-			d := string(b)
+	for i, ev := range p.Events {
+		types[i], times[i], evNss[i], subjects[i] = ev.Type, ev.Time, ev.Namespace, ev.Subject
+		if ev.Data != nil {
+			d := string(ev.Data)
 			datas[i] = &d
 		}
 	}
-	args = append(args, types, times, evNss, subjects, datas)
-	return args, nil
+	return append(args, types, times, evNss, subjects, datas)
 }

@@ -128,11 +128,3 @@ func (t *readTx) UsageGet(ctx context.Context, keys []store.UsageKey) ([]store.U
 	}
 	return out, nil
 }
-
-// WriteCalls applies the writes in one transaction through the Tx methods:
-// in process, a transaction costs no round trips to save.
-func (s *Store) WriteCalls(ctx context.Context, tenant string, ws []*store.CallWrite) error {
-	return s.Update(ctx, tenant, func(ctx context.Context, tx store.Tx) error {
-		return store.ApplyCallWrites(ctx, tx, ws)
-	})
-}

@@ -28,7 +28,7 @@ const (
 // preparedQueries lists the statements Open prepares on the writer.
 func preparedQueries() []string {
 	return []string{qGetObject, qInsertChange, qInsertResource, qUpdateResource, qDeleteResource, qInsertEvent, qInsertAudit,
-		qIdempotencyClaim, qIdempotencyHolder, qIdempotencyRelease, qUsageCharge, qUsageTakeBack, qUsageGet}
+		qIdempotencyClaim, qIdempotencyHolder, qIdempotencyRelease, qUsageCharge, qUsageTakeBack, qUsageGet, qUpdateResourceAt}
 }
 
 // querier is what *sql.Tx and stmtQuerier offer.

@@ -1,0 +1,135 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/warden-dev/warden/app/store"
+)
+
+// qUpdateResourceAt is qUpdateResource with the stored version as
+// precondition.
+const qUpdateResourceAt = `UPDATE resources SET rv = ?, labels = ?, object = ?
+	WHERE tenant_id = ? AND kind = ? AND namespace = ? AND name = ? AND rv = ?`
+
+// WriteCalls applies the writes in one transaction on the writer
+// connection. The encoding was done by the callers (CallWrite.Prepare), so
+// the single writer only runs statements.
+func (s *Store) WriteCalls(ctx context.Context, tenant string, ws []*store.CallWrite) error {
+	return s.Update(ctx, tenant, func(ctx context.Context, tx store.Tx) error {
+		t := tx.(*writeTx)
+		for i, w := range ws {
+			if err := t.writeCall(ctx, w); err != nil {
+				return &store.BatchError{Index: i, Err: err}
+			}
+		}
+		return nil
+	})
+}
+
+// writeCall applies one write as store.CallWriter specifies.
+func (t *writeTx) writeCall(ctx context.Context, w *store.CallWrite) error {
+	p, err := w.Prepare(t.s.now())
+	if err != nil {
+		return err
+	}
+	st, err := t.lockState(ctx)
+	if err != nil {
+		return err
+	}
+	if u := w.Update; u != nil {
+		key := u.Stored.Key()
+		if p.Update == nil {
+			var one int
+			err := t.q.QueryRowContext(ctx, `SELECT 1 FROM resources WHERE tenant_id = ? AND kind = ? AND namespace = ? AND name = ? AND rv = ?`,
+				t.tenant, key.Kind, key.Namespace, key.Name, p.UpdateVersion).Scan(&one)
+			if err != nil {
+				w.Err = fmt.Errorf("status update of %s: %w", key, store.ErrConflict)
+				return nil
+			}
+			w.Updated = u.Stored
+		} else {
+			rv := st.rv + 1
+			b := p.Update.JSON(rv)
+			res, err := t.q.ExecContext(ctx, qUpdateResourceAt, rv, p.Update.Labels, b,
+				t.tenant, key.Kind, key.Namespace, key.Name, p.UpdateVersion)
+			if err != nil {
+				return fmt.Errorf("update %s: %w", key, err)
+			}
+			if n, err := res.RowsAffected(); err != nil || n == 0 {
+				w.Err = fmt.Errorf("status update of %s: %w", key, store.ErrConflict)
+				return nil
+			}
+			out := p.Update.Stored(rv)
+			if err := t.appendChange(ctx, store.ChangeModified, rv, out, b); err != nil {
+				return err
+			}
+			st.rv, t.dirty = rv, true
+			w.Updated = out
+		}
+	}
+	claimed := false
+	if c := p.Claim; c != nil {
+		h, err := t.IdempotencyClaim(ctx, *c)
+		if err != nil {
+			return err
+		}
+		if h != "" && h != c.Call {
+			w.Holder = h
+			return nil
+		}
+		claimed = h == ""
+	}
+	if len(p.Charges) > 0 {
+		totals, exceeded, err := t.UsageCharge(ctx, p.Charges)
+		if err != nil {
+			return err
+		}
+		w.Totals = totals
+		if exceeded >= 0 {
+			w.Exceeded = exceeded
+			if claimed {
+				return t.IdempotencyRelease(ctx, p.Claim.Namespace, p.Claim.Key, p.Claim.Call)
+			}
+			return nil
+		}
+	}
+	for _, e := range p.Creates {
+		o := e.Object
+		rv := st.rv + 1
+		b := e.JSON(rv)
+		res, err := t.q.ExecContext(ctx, qInsertResource,
+			t.tenant, o.Kind, o.Metadata.Namespace, o.Metadata.Name, o.Metadata.UID, rv, e.Labels, b)
+		if err != nil {
+			return fmt.Errorf("create %s: %w", o.Key(), err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return fmt.Errorf("create %s: %w", o.Key(), store.ErrAlreadyExists)
+		}
+		out := e.Stored(rv)
+		if err := t.appendChange(ctx, store.ChangeAdded, rv, out, b); err != nil {
+			return err
+		}
+		st.rv, t.dirty = rv, true
+		w.Created = append(w.Created, out)
+	}
+	if r := w.Release; r != nil {
+		if err := t.IdempotencyRelease(ctx, r.Namespace, r.Key, r.Call); err != nil {
+			return err
+		}
+	}
+	for _, pe := range p.Events {
+		ev := pe.Event
+		ev.Seq, ev.Tenant, ev.Time = st.eventSeq+1, t.tenant, pe.Time
+		var data any
+		if pe.Data != nil {
+			data = pe.Data
+		}
+		if _, err := t.q.ExecContext(ctx, qInsertEvent, t.tenant, ev.Seq, ev.Type, ev.Time.UnixMicro(), ev.Namespace, ev.Subject, data); err != nil {
+			return fmt.Errorf("insert event %s: %w", ev.Type, err)
+		}
+		st.eventSeq, t.dirty = ev.Seq, true
+		w.Inserted = append(w.Inserted, ev)
+	}
+	return nil
+}
