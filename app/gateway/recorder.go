@@ -30,6 +30,8 @@ type recorder struct {
 	shards []chan *write
 	base   context.Context
 	wg     sync.WaitGroup
+	// syncs are the batches committed and waiting to be durable.
+	syncs sync.WaitGroup
 }
 
 // write is fn (a general write) or cw (a tool-call write, which the store
@@ -84,7 +86,10 @@ func (r *recorder) enqueue(w *write) error {
 	return <-w.done
 }
 
-func (r *recorder) close() { r.wg.Wait() }
+func (r *recorder) close() {
+	r.wg.Wait()
+	r.syncs.Wait()
+}
 
 // shard returns the writer of tenant (FNV-1a).
 func shard(tenant string, n int) int {
@@ -106,7 +111,7 @@ func (r *recorder) run(ch chan *write) {
 			for {
 				select {
 				case w := <-ch:
-					r.commitAll([]*write{w})
+					r.commitAll([]*write{w}, true)
 				default:
 					return
 				}
@@ -122,13 +127,15 @@ func (r *recorder) run(ch chan *write) {
 				break fill
 			}
 		}
-		r.commitAll(batch)
+		// Nothing else waiting: no batch would run during this one's WAL
+		// flush, so its commit may as well wait for it.
+		r.commitAll(batch, len(ch) == 0)
 	}
 }
 
 // commitAll commits a batch: per tenant, in arrival order, one
 // transaction for the tool-call writes and one for the general writes.
-func (r *recorder) commitAll(batch []*write) {
+func (r *recorder) commitAll(batch []*write, durable bool) {
 	for len(batch) > 0 {
 		tenant := batch[0].tenant
 		var calls, general, rest []*write
@@ -142,7 +149,7 @@ func (r *recorder) commitAll(batch []*write) {
 				general = append(general, w)
 			}
 		}
-		r.commitCalls(calls)
+		r.commitCalls(calls, durable)
 		r.commit(general)
 		batch = rest
 	}
@@ -150,22 +157,41 @@ func (r *recorder) commitAll(batch []*write) {
 
 // commitCalls writes ws with one WriteCalls, retrying without a write that
 // fails.
-func (r *recorder) commitCalls(ws []*write) {
+func (r *recorder) commitCalls(ws []*write, durable bool) {
 	for len(ws) > 0 {
 		cws := make([]*store.CallWrite, len(ws))
 		for i, w := range ws {
 			cws[i] = w.cw
 		}
-		err := r.st.WriteCalls(ws[0].ctx, ws[0].tenant, cws)
+		err := r.st.WriteCalls(ws[0].ctx, ws[0].tenant, cws, durable)
 		var be *store.BatchError
 		if errors.As(err, &be) && be.Index >= 0 && be.Index < len(ws) {
 			ws[be.Index].done <- be.Err
 			ws = append(ws[:be.Index:be.Index], ws[be.Index+1:]...)
 			continue
 		}
-		for _, w := range ws {
-			w.done <- err
+		if err != nil {
+			for _, w := range ws {
+				w.done <- err
+			}
+			return
 		}
+		if durable {
+			for _, w := range ws {
+				w.done <- nil
+			}
+			return
+		}
+		// Committed: the next batch may start while this one becomes
+		// durable, and its callers hear of it only then.
+		r.syncs.Add(1)
+		go func() {
+			defer r.syncs.Done()
+			err := r.st.Sync(ws[0].ctx)
+			for _, w := range ws {
+				w.done <- err
+			}
+		}()
 		return
 	}
 }

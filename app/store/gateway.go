@@ -111,7 +111,19 @@ type CallWriter interface {
 	// A write that fails otherwise (a name that exists, a bad argument, a
 	// database error) rolls the whole transaction back and WriteCalls
 	// returns a *BatchError naming it; nothing is written.
-	WriteCalls(ctx context.Context, tenant string, ws []*CallWrite) error
+	//
+	// With durable set, WriteCalls returns once the writes are durable.
+	// Without, it may return as soon as the transaction committed: its
+	// writes are visible, and the tenant's lock is free for the next
+	// batch, but they may not yet be durable, and nobody may be told of
+	// them (above all, no tool may run on the strength of a claim) before
+	// Sync, called after WriteCalls returned, returns nil. Under load that
+	// lets the next batch run while this one is flushed; alone, a durable
+	// commit saves the round trip of Sync.
+	WriteCalls(ctx context.Context, tenant string, ws []*CallWrite, durable bool) error
+	// Sync returns when every transaction committed before it was called
+	// is durable. Concurrent calls share the work.
+	Sync(ctx context.Context) error
 }
 
 // CallWrite is one write of WriteCalls: its parts, all optional, and, once

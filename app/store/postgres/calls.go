@@ -3,9 +3,11 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/warden-dev/warden/app/resource"
 	"github.com/warden-dev/warden/app/store"
@@ -16,12 +18,71 @@ const qWriteCall = `SELECT conflict, holder, exceeded, total_calls, total_costs,
 	FROM warden_write_call($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
 		$19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32)`
 
+// Sync waits for the WAL to be flushed past every commit made before it was
+// called: it commits a transaction of its own that wrote WAL (a
+// transactional logical message, prefix warden.sync, which needs no table
+// and no privilege) with synchronous_commit on, and such a commit returns
+// only when the WAL up to its commit record, and therefore everything
+// written before it, is flushed. (A transaction that only took an xid, such
+// as SELECT txid_current(), commits without waiting for a flush.) Calls
+// that arrive while one is in flight share the next.
+func (s *Store) Sync(ctx context.Context) error {
+	return s.syncer.wait(ctx)
+}
+
+// syncer groups Sync calls: one flush at a time, covering every caller
+// that arrived before it started.
+type syncer struct {
+	pool    *pgxpool.Pool
+	mu      sync.Mutex
+	waiting []chan error
+	running bool
+}
+
+func (y *syncer) wait(ctx context.Context) error {
+	ch := make(chan error, 1)
+	y.mu.Lock()
+	y.waiting = append(y.waiting, ch)
+	if !y.running {
+		y.running = true
+		go y.run(context.WithoutCancel(ctx))
+	}
+	y.mu.Unlock()
+	select {
+	case err := <-ch:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (y *syncer) run(ctx context.Context) {
+	for {
+		y.mu.Lock()
+		ws := y.waiting
+		y.waiting = nil
+		if len(ws) == 0 {
+			y.running = false
+			y.mu.Unlock()
+			return
+		}
+		y.mu.Unlock()
+		_, err := y.pool.Exec(ctx, `SELECT pg_logical_emit_message(true, 'warden.sync', '')`)
+		if err != nil {
+			err = fmt.Errorf("postgres: sync: %w", err)
+		}
+		for _, ch := range ws {
+			ch <- err
+		}
+	}
+}
+
 // WriteCalls sends the whole transaction (BEGIN, the tenant, the tenant's
 // lock, one warden_write_call per write, the counters and the commit
 // notification, COMMIT) as one
 // pipelined batch: one round trip, during which the tenant's lock is held
 // only while the server runs the statements and flushes the commit.
-func (s *Store) WriteCalls(ctx context.Context, tenant string, ws []*store.CallWrite) error {
+func (s *Store) WriteCalls(ctx context.Context, tenant string, ws []*store.CallWrite, durable bool) error {
 	if err := store.CheckTenant(tenant); err != nil {
 		return err
 	}
@@ -32,7 +93,16 @@ func (s *Store) WriteCalls(ctx context.Context, tenant string, ws []*store.CallW
 	preps := make([]*store.PreparedCallWrite, len(ws))
 	batch := &pgx.Batch{}
 	batch.Queue(`BEGIN`)
-	batch.Queue(`SELECT set_config('warden.tenant_id', $1, true)`, tenant)
+	// Unless durable, the commit does not wait for its WAL flush
+	// (synchronous_commit off for this transaction): the tenant's lock is
+	// released at once, and the next batch runs while this one is
+	// flushed. Callers then wait for the flush with Sync before they act
+	// on the writes.
+	syncCommit := "on"
+	if !durable {
+		syncCommit = "off"
+	}
+	batch.Queue(`SELECT set_config('warden.tenant_id', $1, true), set_config('synchronous_commit', $2, true)`, tenant, syncCommit)
 	batch.Queue(`SELECT warden_write_calls_begin()`)
 	config := false
 	for i, w := range ws {

@@ -109,6 +109,7 @@ func redact(s string) string {
 // Store is the Postgres implementation of store.Store.
 type Store struct {
 	pool     *pgxpool.Pool
+	syncer   *syncer
 	appURL   string
 	key      []byte
 	notifier *store.Notifier
@@ -152,6 +153,7 @@ func Open(ctx context.Context, ownerURL string, opts Options) (*Store, error) {
 	}
 	s := &Store{
 		pool:           pool,
+		syncer:         &syncer{pool: pool},
 		appURL:         appURL,
 		notifier:       store.NewNotifier(),
 		configNotifier: store.NewNotifier(),

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 	neturl "net/url"
 	"strings"
@@ -51,6 +52,31 @@ func TestPostgres(t *testing.T) {
 		t.Parallel()
 		testListenConfigAcrossReplicas(t, url, shared)
 	})
+	t.Run("SyncFlushesWriteCalls", func(t *testing.T) {
+		t.Parallel()
+		testSyncFlushes(t, url, shared)
+	})
+}
+
+// testSyncFlushes: WriteCalls commits without waiting for its WAL flush;
+// once Sync returns, the WAL is flushed past that commit.
+func testSyncFlushes(t *testing.T, url string, s *postgres.Store) {
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer func() { _ = admin.Close(ctx) }()
+	for i := range 20 {
+		w := &store.CallWrite{Claim: &store.IdempotencyClaim{Namespace: "default", Key: fmt.Sprint("k", i), Call: fmt.Sprint("tc-", i), Window: time.Hour},
+			Creates: []*resource.Object{{APIVersion: resource.GroupVersion, Kind: resource.KindToolCall,
+				Metadata: resource.ObjectMeta{Name: fmt.Sprint("tc-", i), Namespace: "default"}}}}
+		require.NoError(t, s.WriteCalls(ctx, "t-sync", []*store.CallWrite{w}, false))
+		var lsn string
+		require.NoError(t, admin.QueryRow(ctx, `SELECT pg_current_wal_insert_lsn()::text`).Scan(&lsn))
+		require.NoError(t, s.Sync(ctx))
+		var flushed bool
+		require.NoError(t, admin.QueryRow(ctx, `SELECT pg_current_wal_flush_lsn() >= $1::pg_lsn`, lsn).Scan(&flushed))
+		require.True(t, flushed, "write %d: the WAL is flushed past the commit once Sync returned", i)
+	}
 }
 
 // TestListenerReconnects kills the listener connections of its own

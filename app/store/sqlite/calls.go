@@ -15,7 +15,9 @@ const qUpdateResourceAt = `UPDATE resources SET rv = ?, labels = ?, object = ?
 // WriteCalls applies the writes in one transaction on the writer
 // connection. The encoding was done by the callers (CallWrite.Prepare), so
 // the single writer only runs statements.
-func (s *Store) WriteCalls(ctx context.Context, tenant string, ws []*store.CallWrite) error {
+// A commit is as durable as it gets when it returns, so durable changes
+// nothing.
+func (s *Store) WriteCalls(ctx context.Context, tenant string, ws []*store.CallWrite, _ bool) error {
 	return s.Update(ctx, tenant, func(ctx context.Context, tx store.Tx) error {
 		t := tx.(*writeTx)
 		for i, w := range ws {
@@ -26,6 +28,10 @@ func (s *Store) WriteCalls(ctx context.Context, tenant string, ws []*store.CallW
 		return nil
 	})
 }
+
+// Sync has nothing to wait for: a commit on the writer connection returns
+// when it is as durable as the database's synchronous setting makes it.
+func (s *Store) Sync(context.Context) error { return nil }
 
 // writeCall applies one write as store.CallWriter specifies.
 func (t *writeTx) writeCall(ctx context.Context, w *store.CallWrite) error {

@@ -47,7 +47,7 @@ func callFinish(stored *resource.Object, phase string, release bool) *store.Call
 
 func writeCalls(t testing.TB, s store.Store, tenant string, ws ...*store.CallWrite) {
 	t.Helper()
-	require.NoError(t, s.WriteCalls(context.Background(), tenant, ws))
+	require.NoError(t, s.WriteCalls(context.Background(), tenant, ws, true))
 }
 
 func eventsOf(t testing.TB, s store.Store, tenant string) []events.Event {
@@ -190,7 +190,7 @@ func testWriteCallsRollback(t *testing.T, s store.Store) {
 	writeCalls(t, s, tenant, callRecord("tc-taken", "k0", now))
 	before := version(t, s, tenant)
 	first, dup := callRecord("tc-new", "k1", now), callRecord("tc-taken", "k2", now)
-	err := s.WriteCalls(context.Background(), tenant, []*store.CallWrite{first, dup})
+	err := s.WriteCalls(context.Background(), tenant, []*store.CallWrite{first, dup}, true)
 	var be *store.BatchError
 	require.True(t, errors.As(err, &be), "got %v", err)
 	require.Equal(t, 1, be.Index)
@@ -203,10 +203,10 @@ func testWriteCallsRollback(t *testing.T, s store.Store) {
 		"the rolled-back claim is not held")
 
 	bad := &store.CallWrite{Release: &store.IdempotencyRelease{Namespace: "default"}}
-	err = s.WriteCalls(context.Background(), tenant, []*store.CallWrite{callRecord("tc-y", "k9", now), bad})
+	err = s.WriteCalls(context.Background(), tenant, []*store.CallWrite{callRecord("tc-y", "k9", now), bad}, true)
 	require.True(t, errors.As(err, &be), "got %v", err)
 	require.Equal(t, 1, be.Index)
-	require.ErrorIs(t, s.WriteCalls(context.Background(), "", []*store.CallWrite{bad}), store.ErrNoTenant)
+	require.ErrorIs(t, s.WriteCalls(context.Background(), "", []*store.CallWrite{bad}, true), store.ErrNoTenant)
 }
 
 // testWriteCallsConcurrent: batches racing on one key, and racing with
@@ -233,7 +233,7 @@ func testWriteCallsConcurrent(t *testing.T, s store.Store) {
 				return
 			}
 			ws[i] = callRecord(call, "once", now)
-			errs[i] = s.WriteCalls(context.Background(), tenant, []*store.CallWrite{ws[i]})
+			errs[i] = s.WriteCalls(context.Background(), tenant, []*store.CallWrite{ws[i]}, i%2 == 0)
 			holders[i] = ws[i].Holder
 		})
 	}
@@ -280,4 +280,33 @@ func testWriteCallsIsolation(t *testing.T, s store.Store) {
 	require.NoError(t, err)
 	require.Equal(t, "Running", stored.Status["phase"])
 	require.Equal(t, "tc-1", claim(t, s, a, store.IdempotencyClaim{Namespace: "default", Key: "k", Call: "tc-2", Now: now, Window: time.Hour}))
+}
+
+// testSync: Sync returns after WriteCalls, concurrently too, and the
+// writes are there.
+func testSync(t *testing.T, s store.Store) {
+	tenant := NewTenant()
+	now := time.Now()
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Go(func() {
+			w := callRecord(fmt.Sprint("tc-", i), fmt.Sprint("k", i), now)
+			if errs[i] = s.WriteCalls(context.Background(), tenant, []*store.CallWrite{w}, false); errs[i] == nil {
+				errs[i] = s.Sync(context.Background())
+			}
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		require.NoError(t, err, "write %d", i)
+		_, err := get(t, s, tenant, resource.Key{Kind: resource.KindToolCall, Namespace: "default", Name: fmt.Sprint("tc-", i)})
+		require.NoError(t, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := s.Sync(ctx)
+	if err != nil {
+		require.ErrorIs(t, err, context.Canceled)
+	}
 }

@@ -75,6 +75,7 @@ func Run(t *testing.T, open OpenFunc) {
 		{"WriteCallsRollback", testWriteCallsRollback},
 		{"WriteCallsConcurrent", testWriteCallsConcurrent},
 		{"WriteCallsIsolation", testWriteCallsIsolation},
+		{"Sync", testSync},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
