@@ -174,3 +174,55 @@ func TestAOSHooksGovernFunctionTools(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.status)
 	require.True(t, bytes.Contains(r.raw, []byte(`"result"`)) || bytes.Contains(r.raw, []byte(`"error"`)), string(r.raw))
 }
+
+const hardOnly = `apiVersion: warden.dev/v1alpha1
+kind: Policy
+metadata: {name: hard}
+spec:
+  rules: [{name: log-only, when: "false", action: allow}]
+  limits:
+    - {scope: tool, match: crm.search, window: 1h, maxCalls: 2}
+`
+
+// TestHardLimitOnTheBatchedPath: with hard limits only, calls are recorded
+// through the store's batched writes; the refused one leaves no claim or
+// charge behind there and is recorded as Denied by the general path, and a
+// retry of it is refused again rather than replayed.
+func TestHardLimitOnTheBatchedPath(t *testing.T) {
+	t.Parallel()
+	for name, url := range backends() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, url(t))
+			e.apply(hardOnly)
+			for _, q := range []string{"a", "b"} {
+				r := e.call("crm.search", map[string]any{"query": q}, nil)
+				require.Equal(t, http.StatusOK, r.status, string(r.raw))
+			}
+			for range 2 {
+				r := e.call("crm.search", map[string]any{"query": "c"}, nil)
+				require.Equal(t, http.StatusTooManyRequests, r.status, string(r.raw))
+				require.Equal(t, "RateLimited", r.code())
+				require.Empty(t, r.header.Get("Idempotent-Replayed"), "a refused call holds no claim")
+				name := r.header.Get("Warden-Tool-Call")
+				require.NotEmpty(t, name, "%s %v", r.raw, r.header)
+				got := e.cp(http.MethodGet, "/v1/namespaces/default/toolcalls/"+name, nil)
+				require.Equal(t, http.StatusOK, got.status, string(got.raw))
+				var tc struct {
+					Status struct{ Phase string } `json:"status"`
+				}
+				require.NoError(t, json.Unmarshal(got.raw, &tc))
+				require.Equal(t, "Denied", tc.Status.Phase)
+			}
+			require.Equal(t, 2, e.tools.count("/search"))
+			var calls int64
+			err := e.st.View(context.Background(), server.LocalTenant, func(ctx context.Context, r store.Reader) error {
+				rows, err := r.ResourceList(ctx, store.ListParams{Kind: "ToolCall", Namespace: "default"})
+				calls = int64(len(rows.Items))
+				return err
+			})
+			require.NoError(t, err)
+			require.Equal(t, int64(4), calls, "two calls that ran and two refusals, each recorded once")
+		})
+	}
+}

@@ -84,7 +84,7 @@ func (c *call) record(ctx context.Context) error {
 			if err := tx.IdempotencyRelease(ctx, c.p.Namespace, c.key, c.name); err != nil {
 				return err
 			}
-			evs = w.evs
+			obj, evs = w.obj, w.evs
 			return w.err
 		}
 		for i, l := range limits {

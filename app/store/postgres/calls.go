@@ -67,7 +67,13 @@ func (y *syncer) run(ctx context.Context) {
 			return
 		}
 		y.mu.Unlock()
-		_, err := y.pool.Exec(ctx, `SELECT pg_logical_emit_message(true, 'warden.sync', '')`)
+		// One round trip; synchronous_commit is set for the transaction,
+		// whatever the role's or database's default.
+		b := &pgx.Batch{}
+		b.Queue(`BEGIN`)
+		b.Queue(`SELECT set_config('synchronous_commit', 'on', true), pg_logical_emit_message(true, 'warden.sync', '')`)
+		b.Queue(`COMMIT`)
+		err := y.pool.SendBatch(ctx, b).Close()
 		if err != nil {
 			err = fmt.Errorf("postgres: sync: %w", err)
 		}
