@@ -323,6 +323,11 @@ func BenchmarkUsageCharge(b *testing.B) {
 	storetest.BenchmarkUsageCharge(b, func(b *testing.B) store.Store { return open(b, url) })
 }
 
+func BenchmarkWriteCalls16(b *testing.B) {
+	url := pgtest.NewDatabase(b)
+	storetest.BenchmarkWriteCalls(b, func(b *testing.B) store.Store { return open(b, url) })
+}
+
 // TestNonSuperuserOwner migrates as an ordinary role that owns the database
 // (not a superuser), as a managed Postgres would require: FORCE ROW LEVEL
 // SECURITY then applies to the owner too, and the API-key lookup must still

@@ -88,3 +88,7 @@ func BenchmarkIdempotencyClaim(b *testing.B) {
 func BenchmarkUsageCharge(b *testing.B) {
 	storetest.BenchmarkUsageCharge(b, func(b *testing.B) store.Store { return openTB(b) })
 }
+
+func BenchmarkWriteCalls16(b *testing.B) {
+	storetest.BenchmarkWriteCalls(b, func(b *testing.B) store.Store { return openTB(b) })
+}

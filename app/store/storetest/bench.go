@@ -183,3 +183,35 @@ func benchObject(ns string, i int) *resource.Object {
 			"replicas":     i % 3,
 		})
 }
+
+// BenchmarkWriteCalls writes batches of 16 tool calls as the gateway's
+// step 5 does (claim, ToolCall record, event), durably, then their
+// results (status update, release, event) as a second batch. One
+// iteration is both batches; ns/op divided by 16 is a call's storage cost
+// on the writer when batches are full.
+func BenchmarkWriteCalls(b *testing.B, open BenchOpenFunc) {
+	s := open(b)
+	tenant := NewTenant()
+	ctx := context.Background()
+	const batch = 16
+	n := 0
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		records := make([]*store.CallWrite, batch)
+		for i := range records {
+			n++
+			records[i] = callRecord("tc-"+strconv.Itoa(n), "k-"+strconv.Itoa(n), time.Now())
+		}
+		if err := s.WriteCalls(ctx, tenant, records, true); err != nil {
+			b.Fatal(err)
+		}
+		results := make([]*store.CallWrite, batch)
+		for i, r := range records {
+			results[i] = callFinish(r.Created[0], "Succeeded", false)
+		}
+		if err := s.WriteCalls(ctx, tenant, results, true); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
