@@ -15,7 +15,7 @@ const maxBatch = 128
 // waiting when a writer becomes free goes into that writer's next
 // transaction (one per tenant), so under load a thousand calls cost a few
 // dozen commits, and alone a call waits for nobody. A caller returns after
-// the transaction holding its write committed.
+// the transaction holding its write committed and is durable.
 //
 // Each tenant has one writer (tenants are spread over the writers by a
 // hash): a tenant's transactions serialize on its lock in the database

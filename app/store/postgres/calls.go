@@ -85,9 +85,9 @@ func (y *syncer) run(ctx context.Context) {
 
 // WriteCalls sends the whole transaction (BEGIN, the tenant, the tenant's
 // lock, one warden_write_call per write, the counters and the commit
-// notification, COMMIT) as one
-// pipelined batch: one round trip, during which the tenant's lock is held
-// only while the server runs the statements and flushes the commit.
+// notification, COMMIT) as one pipelined batch: one round trip, during
+// which the tenant's lock is held while the server runs the statements
+// (and, when durable, flushes the commit).
 func (s *Store) WriteCalls(ctx context.Context, tenant string, ws []*store.CallWrite, durable bool) error {
 	if err := store.CheckTenant(tenant); err != nil {
 		return err

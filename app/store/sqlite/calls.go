@@ -101,22 +101,11 @@ func (t *writeTx) writeCall(ctx context.Context, w *store.CallWrite) error {
 		}
 	}
 	for _, e := range p.Creates {
-		o := e.Object
 		rv := st.rv + 1
-		b := e.JSON(rv)
-		res, err := t.q.ExecContext(ctx, qInsertResource,
-			t.tenant, o.Kind, o.Metadata.Namespace, o.Metadata.Name, o.Metadata.UID, rv, e.Labels, b)
-		if err != nil {
-			return fmt.Errorf("create %s: %w", o.Key(), err)
-		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			return fmt.Errorf("create %s: %w", o.Key(), store.ErrAlreadyExists)
-		}
 		out := e.Stored(rv)
-		if err := t.appendChange(ctx, store.ChangeAdded, rv, out, b); err != nil {
+		if err := t.insertResource(ctx, st, out, e.Labels, e.JSON(rv), rv); err != nil {
 			return err
 		}
-		st.rv, t.dirty = rv, true
 		w.Created = append(w.Created, out)
 	}
 	if r := w.Release; r != nil {
@@ -126,15 +115,10 @@ func (t *writeTx) writeCall(ctx context.Context, w *store.CallWrite) error {
 	}
 	for _, pe := range p.Events {
 		ev := pe.Event
-		ev.Seq, ev.Tenant, ev.Time = st.eventSeq+1, t.tenant, pe.Time
-		var data any
-		if pe.Data != nil {
-			data = pe.Data
+		ev.Seq, ev.Tenant = st.eventSeq+1, t.tenant
+		if err := t.insertEvent(ctx, st, ev, pe.Data); err != nil {
+			return err
 		}
-		if _, err := t.q.ExecContext(ctx, qInsertEvent, t.tenant, ev.Seq, ev.Type, ev.Time.UnixMicro(), ev.Namespace, ev.Subject, data); err != nil {
-			return fmt.Errorf("insert event %s: %w", ev.Type, err)
-		}
-		st.eventSeq, t.dirty = ev.Seq, true
 		w.Inserted = append(w.Inserted, ev)
 	}
 	return nil

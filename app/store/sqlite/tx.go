@@ -390,20 +390,28 @@ func (t *writeTx) ResourceCreate(ctx context.Context, obj *resource.Object) (*re
 	if err != nil {
 		return nil, err
 	}
-	res, err := t.q.ExecContext(ctx, qInsertResource,
-		t.tenant, out.Kind, out.Metadata.Namespace, out.Metadata.Name, out.Metadata.UID, rv,
-		store.EncodeLabels(out.Metadata.Labels), b)
-	if err != nil {
-		return nil, fmt.Errorf("create %s: %w", out.Key(), err)
-	}
-	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		return nil, fmt.Errorf("create %s: %w", out.Key(), store.ErrAlreadyExists)
-	}
-	if err := t.appendChange(ctx, store.ChangeAdded, rv, out, b); err != nil {
+	if err := t.insertResource(ctx, st, out, store.EncodeLabels(out.Metadata.Labels), b, rv); err != nil {
 		return nil, err
 	}
-	st.rv, t.dirty = rv, true
 	return out, nil
+}
+
+// insertResource stores out, encoded as b, at version rv (the next one)
+// with its ADDED change.
+func (t *writeTx) insertResource(ctx context.Context, st *tenantState, out *resource.Object, labels, b []byte, rv int64) error {
+	res, err := t.q.ExecContext(ctx, qInsertResource,
+		t.tenant, out.Kind, out.Metadata.Namespace, out.Metadata.Name, out.Metadata.UID, rv, labels, b)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", out.Key(), err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return fmt.Errorf("create %s: %w", out.Key(), store.ErrAlreadyExists)
+	}
+	if err := t.appendChange(ctx, store.ChangeAdded, rv, out, b); err != nil {
+		return err
+	}
+	st.rv, t.dirty = rv, true
+	return nil
 }
 
 // ResourceUpdate replaces spec, labels and annotations of a resource.
@@ -509,11 +517,17 @@ func (t *writeTx) EventInsert(ctx context.Context, ev events.Event) (events.Even
 			return ev, fmt.Errorf("insert event %s: encode data: %w", ev.Type, err)
 		}
 	}
+	return ev, t.insertEvent(ctx, st, ev, data)
+}
+
+// insertEvent stores ev, its sequence (the next one), tenant and stored
+// time set, with its data encoded.
+func (t *writeTx) insertEvent(ctx context.Context, st *tenantState, ev events.Event, data []byte) error {
 	if _, err := t.q.ExecContext(ctx, qInsertEvent, t.tenant, ev.Seq, ev.Type, ev.Time.UnixMicro(), ev.Namespace, ev.Subject, data); err != nil {
-		return ev, fmt.Errorf("insert event %s: %w", ev.Type, err)
+		return fmt.Errorf("insert event %s: %w", ev.Type, err)
 	}
 	st.eventSeq, t.dirty = ev.Seq, true
-	return ev, nil
+	return nil
 }
 
 // AuditInsert appends a record to the tenant's hash chain.
