@@ -98,10 +98,7 @@ func (c *call) record(ctx context.Context) error {
 			return err
 		}
 		w.event(ctx, events.ToolCallRequested, c.requestedData())
-		// A HookDecision is recorded when the Guardian did something: a
-		// rule fired, the input changed or approval is required. A plain
-		// allow with no rule firing is in ToolCallRequested already.
-		if c.decision.Policy != "" || c.modified || c.approvalRequired {
+		if c.guardianActed() {
 			w.event(ctx, events.HookDecision, hookDecisionData(resource.HookToolCallRequest, c.decision, c.modified))
 		}
 		if c.modified {
@@ -158,7 +155,7 @@ func (c *call) recordBatched(ctx context.Context, charges []store.UsageCharge) (
 	o := c.newRecord()
 	creates := []*resource.Object{o}
 	evs := []events.Event{c.newEvent(events.ToolCallRequested, c.requestedData())}
-	if c.decision.Policy != "" || c.modified || c.approvalRequired {
+	if c.guardianActed() {
 		evs = append(evs, c.newEvent(events.HookDecision, hookDecisionData(resource.HookToolCallRequest, c.decision, c.modified)))
 	}
 	if c.approvalRequired {
@@ -199,6 +196,14 @@ func (c *call) recordBatched(ctx context.Context, charges []store.UsageCharge) (
 	c.g.publish(w.Inserted)
 	c.obj = w.Created[0]
 	return true, nil
+}
+
+// guardianActed reports whether the request's HookDecision is recorded:
+// when the Guardian did something (a rule fired, the input changed or
+// approval is required). A plain allow with no rule firing is in
+// ToolCallRequested already.
+func (c *call) guardianActed() bool {
+	return c.decision.Policy != "" || c.modified || c.approvalRequired
 }
 
 // newRecord returns the call's new ToolCall record: Running, or
