@@ -16,6 +16,7 @@ import (
 	"github.com/warden-dev/warden/app/apierr"
 	"github.com/warden-dev/warden/app/auth"
 	"github.com/warden-dev/warden/app/authz"
+	"github.com/warden-dev/warden/app/resource"
 )
 
 // Response headers of the gateway.
@@ -182,7 +183,12 @@ func (g *Gateway) respond(c *fiber.Ctx, out *Outcome, err error) error {
 	if !Finished(out.Phase()) {
 		status = http.StatusAccepted
 	}
-	return c.Status(status).JSON(out.Call)
+	b, err := resource.Marshal(out.Call)
+	if err != nil {
+		return fmt.Errorf("gateway: encode %s: %w", out.Call.Metadata.Name, err)
+	}
+	c.Status(status).Response().Header.SetContentType(fiber.MIMEApplicationJSON)
+	return c.Send(b)
 }
 
 func (g *Gateway) handleCreate(c *fiber.Ctx) error {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -246,7 +245,7 @@ func (w *CallWrite) Prepare(now time.Time) (*PreparedCallWrite, error) {
 		}
 		pe.Time = storedTime(pe.Time)
 		if len(ev.Data) > 0 {
-			if pe.Data, err = json.Marshal(ev.Data); err != nil {
+			if pe.Data, err = resource.MarshalValue(ev.Data); err != nil {
 				return nil, fmt.Errorf("event %s: encode data: %w", ev.Type, err)
 			}
 		}

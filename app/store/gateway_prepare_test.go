@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/warden-dev/warden/app/events"
+	"github.com/warden-dev/warden/app/resource"
 	"github.com/warden-dev/warden/app/store"
 )
 
@@ -93,4 +95,48 @@ func TestSettleUsageTotals(t *testing.T) {
 	totals := []store.UsageTotal{{Calls: 1}, {Calls: 5}, {Calls: 2}, {Calls: 7}}
 	store.SettleUsageTotals(charges, totals)
 	require.Equal(t, []store.UsageTotal{{Calls: 2}, {Calls: 5}, {Calls: 2}, {Calls: 7}}, totals)
+}
+
+// BenchmarkPrepareToolCall prepares a tool call's two writes as the gateway
+// makes them: the record (claim, create, event) and its result (status
+// update, event).
+func BenchmarkPrepareToolCall(b *testing.B) {
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	record := func() *resource.Object {
+		return &resource.Object{
+			APIVersion: resource.GroupVersion, Kind: "ToolCall",
+			Metadata: resource.ObjectMeta{Name: "tc-01m838dznb0fw7fnhm4rpnd4vc", Namespace: "default",
+				Labels:      map[string]string{"warden.dev/agent": "bench-bot", "warden.dev/tool": "bench.lookup"},
+				Annotations: map[string]string{"warden.dev/environment": "dev"}},
+			Spec: map[string]any{
+				"agentRef": map[string]any{"name": "bench-bot"}, "toolRef": map[string]any{"name": "bench.lookup"},
+				"approval":    map[string]any{"required": false, "status": "not_required"},
+				"input":       map[string]any{"q": 1},
+				"sideEffects": map[string]any{"idempotencyKey": "5da6bd9ad8b9ed1843b617068c6dbae6c3715e183f0be9b01d3583139f5b60e6", "level": "read_only"},
+			},
+			Status: map[string]any{"phase": "Running", "startedAt": "2026-11-23T03:50:40.043565274Z"},
+		}
+	}
+	ev := events.Event{Type: "ToolCallRequested", Namespace: "default", Subject: "tc-01m838dznb0fw7fnhm4rpnd4vc",
+		Data: map[string]any{"agent": "bench-bot", "tool": "bench.lookup", "sideEffect": "read_only", "approvalRequired": false}}
+	b.ReportAllocs()
+	for b.Loop() {
+		rec := record()
+		w := &store.CallWrite{Claim: &store.IdempotencyClaim{Namespace: "default", Key: "k", Call: rec.Metadata.Name, Window: time.Minute},
+			Creates: []*resource.Object{rec}, Events: []events.Event{ev}}
+		p, err := w.Prepare(now)
+		if err != nil {
+			b.Fatal(err)
+		}
+		stored := p.Creates[0].Stored(7)
+		done := &store.CallWrite{
+			Update: &store.StatusUpdate{Stored: stored, Status: map[string]any{
+				"phase": "Succeeded", "startedAt": "2026-11-23T03:50:40.043565274Z", "completedAt": "2026-11-23T03:50:40.047076923Z",
+				"output": map[string]any{"items": []any{"alpha", "beta"}, "ok": true, "q": 1.0}}},
+			Events: []events.Event{ev},
+		}
+		if _, err := done.Prepare(now); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -169,6 +169,9 @@ func normalize(o *resource.Object) {
 // (numbers become float64 and so on), so that what a write returns equals
 // what a later read returns.
 func jsonCopy(o *resource.Object) (*resource.Object, error) {
+	if out, ok := normalObject(o); ok {
+		return out, nil
+	}
 	b, err := json.Marshal(o)
 	if err != nil {
 		return nil, fmt.Errorf("encode %s: %w", o.Key(), err)
@@ -184,6 +187,9 @@ func jsonCopy(o *resource.Object) (*resource.Object, error) {
 // jsonEqual compares two values by their JSON encoding (maps encode with
 // sorted keys, so this is canonical for the generic JSON values we store).
 func jsonEqual[T any](a, b T) bool {
+	if eq, ok := normalEqual(any(a), any(b)); ok {
+		return eq
+	}
 	ab, errA := json.Marshal(a)
 	bb, errB := json.Marshal(b)
 	return errA == nil && errB == nil && bytes.Equal(ab, bb)
@@ -191,7 +197,7 @@ func jsonEqual[T any](a, b T) bool {
 
 // EncodeObject renders an object as stored in the drivers' JSON columns.
 func EncodeObject(o *resource.Object) ([]byte, error) {
-	b, err := json.Marshal(o)
+	b, err := resource.Marshal(o)
 	if err != nil {
 		return nil, fmt.Errorf("encode %s: %w", o.Key(), err)
 	}

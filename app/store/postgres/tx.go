@@ -462,7 +462,7 @@ func (t *writeTx) EventInsert(ctx context.Context, ev events.Event) (events.Even
 	ev.Time = ev.Time.UTC().Truncate(time.Microsecond)
 	var data []byte
 	if len(ev.Data) > 0 {
-		if data, err = json.Marshal(ev.Data); err != nil {
+		if data, err = resource.MarshalValue(ev.Data); err != nil {
 			return ev, fmt.Errorf("insert event %s: encode data: %w", ev.Type, err)
 		}
 	}

@@ -23,11 +23,15 @@ const (
 	qDeleteResource = `DELETE FROM resources WHERE tenant_id = ? AND kind = ? AND namespace = ? AND name = ?`
 	qInsertEvent    = `INSERT INTO events (tenant_id, seq, type, time, namespace, subject, data) VALUES (?, ?, ?, ?, ?, ?, ?)`
 	qInsertAudit    = `INSERT INTO audit_log (tenant_id, seq, time, actor, verb, namespace, resource, outcome, policy, reason, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	qEnsureState    = `INSERT INTO tenant_state (tenant_id) VALUES (?) ON CONFLICT (tenant_id) DO NOTHING`
+	qGetState       = `SELECT rv, floor, event_seq, audit_seq, audit_hash FROM tenant_state WHERE tenant_id = ?`
+	qSaveState      = `UPDATE tenant_state SET rv = ?, floor = ?, event_seq = ?, audit_seq = ?, audit_hash = ? WHERE tenant_id = ?`
 )
 
 // preparedQueries lists the statements Open prepares on the writer.
 func preparedQueries() []string {
 	return []string{qGetObject, qInsertChange, qInsertResource, qUpdateResource, qDeleteResource, qInsertEvent, qInsertAudit,
+		qEnsureState, qGetState, qSaveState,
 		qIdempotencyClaim, qIdempotencyHolder, qIdempotencyRelease, qUsageCharge, qUsageTakeBack, qUsageGet, qUpdateResourceAt}
 }
 
@@ -298,12 +302,11 @@ func (t *writeTx) lockState(ctx context.Context) (*tenantState, error) {
 	if t.state != nil {
 		return t.state, nil
 	}
-	if _, err := t.q.ExecContext(ctx, `INSERT INTO tenant_state (tenant_id) VALUES (?) ON CONFLICT (tenant_id) DO NOTHING`, t.tenant); err != nil {
+	if _, err := t.q.ExecContext(ctx, qEnsureState, t.tenant); err != nil {
 		return nil, fmt.Errorf("lock tenant state: %w", err)
 	}
 	st := &tenantState{}
-	if err := t.q.QueryRowContext(ctx, `SELECT rv, floor, event_seq, audit_seq, audit_hash FROM tenant_state WHERE tenant_id = ?`,
-		t.tenant).Scan(&st.rv, &st.floor, &st.eventSeq, &st.auditSeq, &st.auditHash); err != nil {
+	if err := t.q.QueryRowContext(ctx, qGetState, t.tenant).Scan(&st.rv, &st.floor, &st.eventSeq, &st.auditSeq, &st.auditHash); err != nil {
 		return nil, fmt.Errorf("lock tenant state: %w", err)
 	}
 	t.state = st
@@ -315,8 +318,7 @@ func (t *writeTx) flush(ctx context.Context) error {
 		return nil
 	}
 	st := t.state
-	if _, err := t.q.ExecContext(ctx, `UPDATE tenant_state SET rv = ?, floor = ?, event_seq = ?, audit_seq = ?, audit_hash = ?
-		WHERE tenant_id = ?`, st.rv, st.floor, st.eventSeq, st.auditSeq, st.auditHash, t.tenant); err != nil {
+	if _, err := t.q.ExecContext(ctx, qSaveState, st.rv, st.floor, st.eventSeq, st.auditSeq, st.auditHash, t.tenant); err != nil {
 		return fmt.Errorf("save tenant state: %w", err)
 	}
 	return nil
@@ -513,7 +515,7 @@ func (t *writeTx) EventInsert(ctx context.Context, ev events.Event) (events.Even
 	ev.Time = ev.Time.UTC().Truncate(time.Microsecond)
 	var data []byte
 	if len(ev.Data) > 0 {
-		if data, err = json.Marshal(ev.Data); err != nil {
+		if data, err = resource.MarshalValue(ev.Data); err != nil {
 			return ev, fmt.Errorf("insert event %s: encode data: %w", ev.Type, err)
 		}
 	}
