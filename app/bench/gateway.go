@@ -21,6 +21,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/warden-dev/warden/app/server"
@@ -73,10 +74,22 @@ type Result struct {
 	Errors   int
 	Elapsed  time.Duration
 	P50, P99 time.Duration
+	// CPU is the processor time (user and system) the whole process
+	// spent during the phase: load generator, tool and gateway.
+	CPU time.Duration
 }
 
 // PerSecond is the achieved throughput.
 func (r Result) PerSecond() float64 { return float64(r.Calls) / r.Elapsed.Seconds() }
+
+// CPUPerCall is the process's processor time per call. Unlike latency, it
+// barely moves when other work shares the machine.
+func (r Result) CPUPerCall() time.Duration {
+	if r.Calls == 0 {
+		return 0
+	}
+	return r.CPU / time.Duration(r.Calls)
+}
 
 // RunGateway runs the four phases (direct and gateway, at the fixed rate
 // and at saturation) and writes a table to w.
@@ -163,6 +176,7 @@ func RunGateway(ctx context.Context, o Options, w io.Writer) ([]Result, error) {
 		{"gateway, saturation", governed, false, true},
 	} {
 		var r Result
+		cpu := processCPU()
 		if ph.rate {
 			r = fixedRate(ctx, ph.fn, o.Rate, o.Duration)
 		} else {
@@ -177,17 +191,20 @@ func RunGateway(ctx context.Context, o Options, w io.Writer) ([]Result, error) {
 			r = saturate(ctx, ph.fn, o.Concurrency, o.Duration)
 			stop()
 		}
+		r.CPU = processCPU() - cpu
 		r.Name = ph.name
 		out = append(out, r)
 	}
 	scheme, _, _ := strings.Cut(storeURL, "://")
 	fmt.Fprintf(w, "tool gateway benchmark: store %s, %d policy rules, %d-second phases, %d CPUs\n", scheme, o.Rules, int(o.Duration.Seconds()), runtimeCPUs())
-	fmt.Fprintf(w, "%-22s %10s %10s %10s %10s %8s\n", "phase", "calls", "calls/s", "p50", "p99", "errors")
+	fmt.Fprintf(w, "%-22s %10s %10s %10s %10s %10s %8s\n", "phase", "calls", "calls/s", "p50", "p99", "cpu/call", "errors")
 	for _, r := range out {
-		fmt.Fprintf(w, "%-22s %10d %10.0f %10s %10s %8d\n", r.Name, r.Calls, r.PerSecond(), ms(r.P50), ms(r.P99), r.Errors)
+		fmt.Fprintf(w, "%-22s %10d %10.0f %10s %10s %10s %8d\n", r.Name, r.Calls, r.PerSecond(), ms(r.P50), ms(r.P99), us(r.CPUPerCall()), r.Errors)
 	}
 	fmt.Fprintf(w, "added latency at %d calls/s: p50 %s, p99 %s; governed throughput at saturation: %.0f calls/s\n",
 		o.Rate, ms(out[1].P50-out[0].P50), ms(out[1].P99-out[0].P99), out[3].PerSecond())
+	fmt.Fprintf(w, "gateway CPU per call at saturation: %s (this process; a database server's own work is not counted)\n",
+		us(out[3].CPUPerCall()-out[2].CPUPerCall()))
 	return out, nil
 }
 
@@ -211,6 +228,17 @@ func startProfile(path string) (stop func(), err error) {
 	}, nil
 }
 
+func us(d time.Duration) string { return fmt.Sprintf("%dµs", d.Microseconds()) }
+
+// processCPU is the user and system time the process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 func ms(d time.Duration) string {
 	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 3, 64) + "ms"
 }
@@ -232,6 +260,19 @@ func post(ctx context.Context, c *http.Client, url, token, body string) error {
 	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("HTTP %d: %s", resp.StatusCode, b)
+	}
+	if token == "" {
+		return nil
+	}
+	// Through the gateway, a call that reached no tool still answers 200
+	// with a Failed record: only Succeeded counts.
+	var call struct {
+		Status struct {
+			Phase string `json:"phase"`
+		} `json:"status"`
+	}
+	if err := json.Unmarshal(b, &call); err != nil || call.Status.Phase != "Succeeded" {
+		return fmt.Errorf("tool call not Succeeded: %.300s", b)
 	}
 	return nil
 }

@@ -1,0 +1,62 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestRunGateway runs the benchmark briefly on SQLite: every phase makes
+// calls, none fails (a governed call counts only when its record is
+// Succeeded), and the table carries the figures the docs quote.
+func TestRunGateway(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	results, err := RunGateway(context.Background(), Options{Rate: 100, Duration: 300 * time.Millisecond, Concurrency: 4, Rules: 3}, &out)
+	require.NoError(t, err)
+	require.Len(t, results, 4)
+	for _, r := range results {
+		require.Positive(t, r.Calls, r.Name)
+		require.Zero(t, r.Errors, r.Name)
+		require.Positive(t, r.CPUPerCall(), r.Name)
+		require.LessOrEqual(t, r.P50, r.P99, r.Name)
+	}
+	for _, s := range []string{"gateway, saturation", "cpu/call", "added latency at 100 calls/s", "gateway CPU per call at saturation"} {
+		require.Contains(t, out.String(), s)
+	}
+}
+
+// A governed call answered 200 with a Failed record is an error: the
+// benchmark must not count calls that never reached the tool.
+func TestPostCountsOnlySucceededCalls(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, token, body string
+		ok                bool
+	}{
+		{"succeeded", "tok", `{"status":{"phase":"Succeeded"}}`, true},
+		{"failed", "tok", `{"status":{"phase":"Failed","output":{"error":{"code":"ToolFailed"}}}}`, false},
+		{"not json", "tok", `oops`, false},
+		{"direct call, any body", "", `{"ok":true}`, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				_, _ = w.Write([]byte(tc.body))
+			}))
+			defer srv.Close()
+			err := post(context.Background(), srv.Client(), srv.URL, tc.token, `{}`)
+			if tc.ok {
+				require.NoError(t, err)
+			} else {
+				require.Error(t, err)
+			}
+		})
+	}
+}
