@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -118,6 +119,11 @@ func RunGateway(ctx context.Context, o Options, w io.Writer) ([]Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if admin == "" {
+		// Bootstrap hands out the first admin key only once: this store
+		// was used before, and its records would mix with the benchmark's.
+		return nil, fmt.Errorf("bench: the store %s already holds a Warden installation; give the benchmark a fresh database of its own", redactURL(storeURL))
+	}
 	srv, err := server.New(server.Config{Store: st, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return nil, err
@@ -138,10 +144,8 @@ func RunGateway(ctx context.Context, o Options, w io.Writer) ([]Result, error) {
 		<-done
 	}()
 	cp, gw := "http://"+ln.Addr().String(), "http://"+gln.Addr().String()
-	if admin != "" {
-		if err := apply(ctx, cp, admin, fixture(tool.Addr, o.Rules)); err != nil {
-			return nil, err
-		}
+	if err := apply(ctx, cp, admin, fixture(tool.Addr, o.Rules)); err != nil {
+		return nil, err
 	}
 	token, _, err := srv.Issuer().Issue(ctx, workload.IssueParams{Tenant: server.LocalTenant, Namespace: "default",
 		Agent: "bench-bot", Environment: "dev", Audience: workload.AudienceToolGateway})
@@ -226,6 +230,15 @@ func startProfile(path string) (stop func(), err error) {
 		pprof.StopCPUProfile()
 		_ = f.Close()
 	}, nil
+}
+
+// redactURL drops the password of a store URL for messages.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
 }
 
 func us(d time.Duration) string { return fmt.Sprintf("%dµs", d.Microseconds()) }

@@ -3,8 +3,10 @@ package bench
 import (
 	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -59,4 +61,16 @@ func TestPostCountsOnlySucceededCalls(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A store used before is refused: its records would mix with the
+// benchmark's, and its tools point elsewhere.
+func TestRunGatewayRefusesAUsedStore(t *testing.T) {
+	t.Parallel()
+	store := "sqlite://" + filepath.Join(t.TempDir(), "warden.db")
+	o := Options{Store: store, Rate: 50, Duration: 50 * time.Millisecond, Concurrency: 2, Rules: 1}
+	_, err := RunGateway(context.Background(), o, io.Discard)
+	require.NoError(t, err)
+	_, err = RunGateway(context.Background(), o, io.Discard)
+	require.ErrorContains(t, err, "fresh database of its own")
 }
