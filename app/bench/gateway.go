@@ -8,12 +8,12 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -122,7 +122,7 @@ func RunGateway(ctx context.Context, o Options, w io.Writer) ([]Result, error) {
 	if admin == "" {
 		// Bootstrap hands out the first admin key only once: this store
 		// was used before, and its records would mix with the benchmark's.
-		return nil, fmt.Errorf("bench: the store %s already holds a Warden installation; give the benchmark a fresh database of its own", redactURL(storeURL))
+		return nil, errors.New("bench: the store already holds a Warden installation; give the benchmark a fresh database of its own")
 	}
 	srv, err := server.New(server.Config{Store: st, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -230,15 +230,6 @@ func startProfile(path string) (stop func(), err error) {
 		pprof.StopCPUProfile()
 		_ = f.Close()
 	}, nil
-}
-
-// redactURL drops the password of a store URL for messages.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	return u.Redacted()
 }
 
 func us(d time.Duration) string { return fmt.Sprintf("%dµs", d.Microseconds()) }

@@ -38,6 +38,7 @@ func (g *Gateway) App() *fiber.App {
 		BodyLimit:             4 * g.cfg.MaxInputBytes,
 		DisableStartupMessage: true,
 		ErrorHandler:          g.errorHandler,
+		JSONEncoder:           resource.MarshalValue,
 	})
 	app.Use(g.limitBody)
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.SendString("ok") })
@@ -183,12 +184,7 @@ func (g *Gateway) respond(c *fiber.Ctx, out *Outcome, err error) error {
 	if !Finished(out.Phase()) {
 		status = http.StatusAccepted
 	}
-	b, err := resource.Marshal(out.Call)
-	if err != nil {
-		return fmt.Errorf("gateway: encode %s: %w", out.Call.Metadata.Name, err)
-	}
-	c.Status(status).Response().Header.SetContentType(fiber.MIMEApplicationJSON)
-	return c.Send(b)
+	return c.Status(status).JSON(out.Call)
 }
 
 func (g *Gateway) handleCreate(c *fiber.Ctx) error {

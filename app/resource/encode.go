@@ -2,10 +2,10 @@ package resource
 
 import (
 	"encoding/json"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 	"unicode/utf8"
 )
 
@@ -21,7 +21,9 @@ func Marshal(o *Object) ([]byte, error) {
 	return json.Marshal(o)
 }
 
-// MarshalValue is Marshal for a generic value (an event's data).
+// MarshalValue is Marshal for any value: generic values (an event's data)
+// and objects take the fast path, anything else encoding/json. It is the
+// HTTP servers' JSON encoder.
 func MarshalValue(v any) ([]byte, error) {
 	if b, ok := appendValue(make([]byte, 0, 256), v); ok {
 		return b, nil
@@ -82,13 +84,8 @@ func appendField(b []byte, name, v string) []byte {
 }
 
 func appendStrings(b []byte, m map[string]string) []byte {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, strings.Compare)
 	b = append(b, '{')
-	for i, k := range keys {
+	for i, k := range slices.Sorted(maps.Keys(m)) {
 		if i > 0 {
 			b = append(b, ',')
 		}
@@ -103,15 +100,9 @@ func appendMap(b []byte, m map[string]any) ([]byte, bool) {
 	if m == nil {
 		return append(b, "null"...), true
 	}
-	var buf [16]string
-	keys := buf[:0]
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, strings.Compare)
 	b = append(b, '{')
 	var ok bool
-	for i, k := range keys {
+	for i, k := range slices.Sorted(maps.Keys(m)) {
 		if i > 0 {
 			b = append(b, ',')
 		}
@@ -160,6 +151,11 @@ func appendValue(b []byte, v any) ([]byte, bool) {
 			return append(b, "null"...), true
 		}
 		return appendStrings(b, t), true
+	case *Object:
+		if t == nil {
+			return append(b, "null"...), true
+		}
+		return appendObject(b, t)
 	default:
 		return nil, false
 	}

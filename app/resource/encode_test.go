@@ -132,3 +132,18 @@ func BenchmarkMarshal(b *testing.B) {
 		}
 	})
 }
+
+// MarshalValue is the servers' JSON encoder: objects, lists of them and
+// nil objects come out as encoding/json writes them.
+func TestMarshalValueOfObjects(t *testing.T) {
+	t.Parallel()
+	o := &Object{APIVersion: GroupVersion, Kind: "ToolCall", Metadata: ObjectMeta{Name: "tc-1"},
+		Status: map[string]any{"phase": "Succeeded", "output": map[string]any{"n": 1.0}}}
+	for _, v := range []any{o, (*Object)(nil), []*Object{o, nil}, map[string]any{"items": []any{o}}, *o} {
+		want, err := json.Marshal(v)
+		require.NoError(t, err)
+		got, err := MarshalValue(v)
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(got))
+	}
+}

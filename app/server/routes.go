@@ -3,6 +3,7 @@ package server
 import (
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/warden-dev/warden/app/resource"
 	"github.com/warden-dev/warden/app/workload"
 )
 
@@ -18,6 +19,7 @@ func (s *Server) routes() *fiber.App {
 		BodyLimit:             hardBodyLimit,
 		DisableStartupMessage: true,
 		ErrorHandler:          s.errorHandler,
+		JSONEncoder:           resource.MarshalValue,
 		RequestMethods:        append(append([]string{}, fiber.DefaultMethods...), methodWatch),
 		// Streams (watch) must not be cut by a write deadline.
 		ReadTimeout: 0,
