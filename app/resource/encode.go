@@ -2,7 +2,6 @@ package resource
 
 import (
 	"encoding/json"
-	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -85,7 +84,7 @@ func appendField(b []byte, name, v string) []byte {
 
 func appendStrings(b []byte, m map[string]string) []byte {
 	b = append(b, '{')
-	for i, k := range slices.Sorted(maps.Keys(m)) {
+	for i, k := range sortedKeys(m) {
 		if i > 0 {
 			b = append(b, ',')
 		}
@@ -100,9 +99,17 @@ func appendMap(b []byte, m map[string]any) ([]byte, bool) {
 	if m == nil {
 		return append(b, "null"...), true
 	}
+	// The keys of a small map stay on the stack: this runs for every
+	// object of every record the gateway writes (sortedKeys allocates).
+	var buf [16]string
+	keys := buf[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
 	b = append(b, '{')
 	var ok bool
-	for i, k := range slices.Sorted(maps.Keys(m)) {
+	for i, k := range keys {
 		if i > 0 {
 			b = append(b, ',')
 		}
