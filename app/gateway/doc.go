@@ -25,7 +25,9 @@
 // per-tenant snapshot that Store.ListenConfig invalidates, so a call reads
 // nothing from the database before it writes its record. Records are
 // written through a group-commit recorder: concurrent calls share one
-// transaction, and each caller returns only after its write is durable.
+// transaction (under load the writer waits, at most 3 ms, for the writes of
+// the calls in flight), and each caller returns only after its write is
+// durable.
 //
 // Idempotency: the key is sha256(agent \x00 tool \x00 RFC 8785 JSON of the
 // input) or the caller's Idempotency-Key header, claimed in the same

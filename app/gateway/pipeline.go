@@ -66,6 +66,8 @@ type call struct {
 	req  CallRequest
 	now  time.Time
 	span trace.Span
+	// mark counts the call among those in flight (recorder).
+	mark *mark
 
 	snap  *snapshot
 	tool  *toolEntry
@@ -97,7 +99,8 @@ func (g *Gateway) Call(ctx context.Context, p auth.Principal, req CallRequest) (
 		trace.WithAttributes(attribute.String("warden.tool", req.Tool), attribute.String("warden.agent", p.Agent),
 			attribute.String("warden.namespace", p.Namespace), attribute.String("warden.environment", p.Environment)))
 	defer span.End()
-	c := &call{g: g, p: p, req: req, now: g.now().UTC(), span: span}
+	c := &call{g: g, p: p, req: req, now: g.now().UTC(), span: span, mark: g.rec.mark(p.Tenant)}
+	defer c.mark.set(false)
 	out, err := c.run(ctx)
 	if err != nil {
 		span.SetStatus(codes.Error, errorCode(err))
@@ -153,12 +156,14 @@ func (c *call) run(ctx context.Context) (*Outcome, error) {
 		return c.outcome(), c.denial
 	}
 	if c.replayed {
+		c.mark.set(false)
 		return c.g.replayed(ctx, c)
 	}
 	if err := c.step(ctx, "6.trace", c.emitRequest); err != nil {
 		return nil, err
 	}
 	if c.phase() == PhaseAwaitingApproval {
+		c.mark.set(false)
 		return c.g.awaitApproval(ctx, c)
 	}
 	if c.req.hook {

@@ -1,0 +1,152 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/warden-dev/warden/app/events"
+	"github.com/warden-dev/warden/app/store"
+	"github.com/warden-dev/warden/app/store/backend"
+)
+
+// countingStore is a real store that records the size of every batch of
+// tool-call writes it commits.
+type countingStore struct {
+	store.Store
+	mu      sync.Mutex
+	batches []int
+}
+
+func (s *countingStore) WriteCalls(ctx context.Context, tenant string, ws []*store.CallWrite, durable bool) error {
+	s.mu.Lock()
+	s.batches = append(s.batches, len(ws))
+	s.mu.Unlock()
+	return s.Store.WriteCalls(ctx, tenant, ws, durable)
+}
+
+func (s *countingStore) sizes() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]int(nil), s.batches...)
+}
+
+// newTestRecorder returns a recorder with one writer over a fresh SQLite
+// store whose group-commit wait is a minute: a test that waits for it
+// shows as a hang, not as a slower pass.
+func newTestRecorder(t *testing.T) (*recorder, *countingStore) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	st, err := backend.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "warden.db"), backend.Options{})
+	require.NoError(t, err)
+	cs := &countingStore{Store: st}
+	r := newRecorder(ctx, cs, 1)
+	r.groupWait = time.Minute
+	t.Cleanup(func() {
+		cancel()
+		r.close()
+		_ = st.Close()
+	})
+	return r, cs
+}
+
+// eventWrite is a tool-call write of one event.
+func eventWrite(i int) *store.CallWrite {
+	return &store.CallWrite{Events: []events.Event{{Type: events.ToolCallRequested, Namespace: "default", Subject: fmt.Sprintf("ToolCall/tc-%d", i)}}}
+}
+
+// callWithin runs the write and fails the test when it does not return
+// within d.
+func callWithin(t *testing.T, r *recorder, w *store.CallWrite, d time.Duration) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- r.call(context.Background(), "acme", w) }()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(d):
+		t.Fatalf("the write did not commit within %s: the writer waited for writes that were not coming", d)
+	}
+}
+
+func TestRecorderGroupsWritesOfCallsInFlight(t *testing.T) {
+	t.Parallel()
+	r, cs := newTestRecorder(t)
+	// Sixteen calls in flight: the writer waits for half of them.
+	for range 16 {
+		defer r.mark("acme").set(false)
+	}
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			w := eventWrite(i)
+			if err := r.call(context.Background(), "acme", w); err != nil {
+				t.Error(err)
+			}
+			if len(w.Inserted) != 1 {
+				t.Errorf("write %d: %d events inserted, want 1", i, len(w.Inserted))
+			}
+		})
+	}
+	wg.Wait()
+	require.Equal(t, []int{8}, cs.sizes(), "the eight writes of sixteen calls in flight share one transaction")
+}
+
+func TestRecorderDoesNotWaitBelowGroupMin(t *testing.T) {
+	t.Parallel()
+	r, cs := newTestRecorder(t)
+	for range groupMin - 1 {
+		defer r.mark("acme").set(false)
+	}
+	callWithin(t, r, eventWrite(1), 30*time.Second)
+	require.Equal(t, []int{1}, cs.sizes())
+}
+
+func TestRecorderCountsOnlyCallsInFlight(t *testing.T) {
+	t.Parallel()
+	r, cs := newTestRecorder(t)
+	// Calls that finished, or wait for an approver, are not in flight:
+	// a lone write after them commits at once.
+	for range 2 * groupMin {
+		m := r.mark("acme")
+		m.set(false)
+		m.set(false) // unsetting twice counts once
+	}
+	require.Zero(t, r.inflight[0].Load())
+	var m *mark
+	m.set(true) // a call without a recorder's mark counts nowhere
+	callWithin(t, r, eventWrite(1), 30*time.Second)
+	require.Equal(t, []int{1}, cs.sizes())
+}
+
+func TestRecorderGatherEndsAtShutdown(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	st, err := backend.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "warden.db"), backend.Options{})
+	require.NoError(t, err)
+	defer func() { _ = st.Close() }()
+	r := newRecorder(ctx, st, 1)
+	r.groupWait = time.Hour
+	for range 16 {
+		r.mark("acme")
+	}
+	w := &write{ctx: context.Background(), tenant: "acme", cw: eventWrite(1), done: make(chan error, 1)}
+	r.shards[0] <- w
+	// The writer takes the write and waits for seven more that never
+	// come, until the gateway shuts down: then it commits what it has.
+	require.Eventually(t, func() bool { return len(r.shards[0]) == 0 }, 30*time.Second, time.Millisecond)
+	cancel()
+	select {
+	case err := <-w.done:
+		require.NoError(t, err)
+		require.Len(t, w.cw.Inserted, 1)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the write was not committed at shutdown")
+	}
+	r.close()
+}
