@@ -26,10 +26,14 @@ directly and through the gateway, first at --rate calls per second (latency
 measured from each call's scheduled start), then at saturation with
 --concurrency closed-loop callers, and prints the difference.
 
+Like up, it runs with the garbage collector's target at 400 unless GOGC is
+set.
+
 A given store must be fresh, a database of its own: the benchmark writes to it,
 and refuses one that already holds an installation.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			tuneGC(a.env.LookupEnv)
 			_, err := bench.RunGateway(cmd.Context(), o, a.env.Stdout)
 			return err
 		},

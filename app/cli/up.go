@@ -60,6 +60,7 @@ provider (code flow with PKCE) and may also present its ID tokens as bearer
 tokens. Register <public URL>/auth/callback as the redirect URL there.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			tuneGC(a.env.LookupEnv)
 			if port < 1 || port > 65535 {
 				return usagef("--port %d is not a TCP port (1-65535)", port)
 			}
