@@ -11,18 +11,20 @@ import (
 
 // The tool gateway's claims and counters. The single writer connection
 // serializes every write, so each operation is one upsert whose WHERE
-// decides it; the statements are the Postgres driver's, which relies on
-// the upsert's row lock instead. None of them touches tenant_state.
+// decides it; the statements are the Postgres driver's (which relies on
+// the upsert's row lock instead), except that the claim reports success by
+// the rows it changed rather than by RETURNING. None of them touches
+// tenant_state.
 const (
 	// qIdempotencyClaim inserts a claim or takes over one that is
 	// released, expired (claimed at or before the expiry) or forced; it
-	// returns a row only when the claim was taken.
+	// changes a row only when the claim was taken (no RETURNING: reading
+	// a row back cost more than the statement).
 	qIdempotencyClaim = `INSERT INTO idempotency_keys AS k (tenant_id, namespace, key, call, claimed_at)
 		VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (tenant_id, namespace, key) DO UPDATE
 		SET call = excluded.call, claimed_at = excluded.claimed_at, released = 0
-		WHERE k.released OR k.claimed_at <= ? OR ?
-		RETURNING call`
+		WHERE k.released OR k.claimed_at <= ? OR ?`
 	qIdempotencyHolder  = `SELECT call FROM idempotency_keys WHERE tenant_id = ? AND namespace = ? AND key = ?`
 	qIdempotencyRelease = `UPDATE idempotency_keys SET released = 1
 		WHERE tenant_id = ? AND namespace = ? AND key = ? AND call = ? AND NOT released`
@@ -47,14 +49,15 @@ func (t *writeTx) IdempotencyClaim(ctx context.Context, c store.IdempotencyClaim
 	if err != nil {
 		return "", err
 	}
-	var call string
-	err = t.q.QueryRowContext(ctx, qIdempotencyClaim, t.tenant, c.Namespace, c.Key, c.Call, c.Now.UnixMicro(),
-		store.IdempotencyExpiry(c).UnixMicro(), c.Force).Scan(&call)
-	if err == nil {
-		return "", nil
-	}
-	if !errors.Is(err, sql.ErrNoRows) {
+	res, err := t.q.ExecContext(ctx, qIdempotencyClaim, t.tenant, c.Namespace, c.Key, c.Call, c.Now.UnixMicro(),
+		store.IdempotencyExpiry(c).UnixMicro(), c.Force)
+	if err != nil {
 		return "", fmt.Errorf("idempotency claim of %s/%s: %w", c.Namespace, c.Key, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return "", fmt.Errorf("idempotency claim of %s/%s: %w", c.Namespace, c.Key, err)
+	} else if n == 1 {
+		return "", nil
 	}
 	var holder string
 	if err := t.q.QueryRowContext(ctx, qIdempotencyHolder, t.tenant, c.Namespace, c.Key).Scan(&holder); err != nil {
