@@ -15,14 +15,14 @@ import (
 // ToolCall phases (DESIGN.md): Pending → [AwaitingApproval] → Running →
 // Succeeded | Failed, or Denied, Cancelled, Expired.
 const (
-	PhasePending          = "Pending"
-	PhaseAwaitingApproval = "AwaitingApproval"
-	PhaseRunning          = "Running"
-	PhaseSucceeded        = "Succeeded"
-	PhaseFailed           = "Failed"
-	PhaseDenied           = "Denied"
-	PhaseCancelled        = "Cancelled"
-	PhaseExpired          = "Expired"
+	PhasePending          = resource.ToolCallPending
+	PhaseAwaitingApproval = resource.ToolCallAwaitingApproval
+	PhaseRunning          = resource.ToolCallRunning
+	PhaseSucceeded        = resource.ToolCallSucceeded
+	PhaseFailed           = resource.ToolCallFailed
+	PhaseDenied           = resource.ToolCallDenied
+	PhaseCancelled        = resource.ToolCallCancelled
+	PhaseExpired          = resource.ToolCallExpired
 )
 
 // ToolCallListOptions filters a list of tool calls. Empty fields do not
@@ -99,13 +99,7 @@ func DecodeToolCall(o *resource.Object) (*ToolCall, error) {
 func (t *ToolCall) Name() string { return t.Object.Metadata.Name }
 
 // Finished reports whether the call is in a terminal phase.
-func (t *ToolCall) Finished() bool {
-	switch t.Status.Phase {
-	case PhaseSucceeded, PhaseFailed, PhaseDenied, PhaseCancelled, PhaseExpired:
-		return true
-	}
-	return false
-}
+func (t *ToolCall) Finished() bool { return resource.ToolCallFinished(t.Status.Phase) }
 
 // Duration is the time the tool ran, completedAt - startedAt; false when
 // the call has not both started and completed (a denied call never

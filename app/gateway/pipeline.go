@@ -67,7 +67,7 @@ type call struct {
 	now  time.Time
 	span trace.Span
 	// mark counts the call among those in flight (recorder).
-	mark *mark
+	mark mark
 
 	snap  *snapshot
 	tool  *toolEntry

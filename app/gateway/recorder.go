@@ -98,15 +98,16 @@ type mark struct {
 }
 
 // mark returns the mark of a call of tenant, set.
-func (r *recorder) mark(tenant string) *mark {
-	m := &mark{n: &r.inflight[shard(tenant, len(r.shards))]}
+func (r *recorder) mark(tenant string) mark {
+	m := mark{n: &r.inflight[shard(tenant, len(r.shards))]}
 	m.set(true)
 	return m
 }
 
-// set counts the call as in flight, or not.
+// set counts the call as in flight, or not. The zero mark (a call the
+// recorder does not count) changes nothing.
 func (m *mark) set(on bool) {
-	if m == nil || m.on == on {
+	if m.n == nil || m.on == on {
 		return
 	}
 	if on {

@@ -79,7 +79,8 @@ func TestRecorderGroupsWritesOfCallsInFlight(t *testing.T) {
 	r, cs := newTestRecorder(t)
 	// Sixteen calls in flight: the writer waits for half of them.
 	for range 16 {
-		defer r.mark("acme").set(false)
+		m := r.mark("acme")
+		defer m.set(false)
 	}
 	var wg sync.WaitGroup
 	for i := range 8 {
@@ -101,7 +102,8 @@ func TestRecorderDoesNotWaitBelowGroupMin(t *testing.T) {
 	t.Parallel()
 	r, cs := newTestRecorder(t)
 	for range groupMin - 1 {
-		defer r.mark("acme").set(false)
+		m := r.mark("acme")
+		defer m.set(false)
 	}
 	callWithin(t, r, eventWrite(1), 30*time.Second)
 	require.Equal(t, []int{1}, cs.sizes())
@@ -118,7 +120,7 @@ func TestRecorderCountsOnlyCallsInFlight(t *testing.T) {
 		m.set(false) // unsetting twice counts once
 	}
 	require.Zero(t, r.inflight[0].Load())
-	var m *mark
+	var m mark
 	m.set(true) // a call without a recorder's mark counts nowhere
 	callWithin(t, r, eventWrite(1), 30*time.Second)
 	require.Equal(t, []int{1}, cs.sizes())

@@ -9,14 +9,14 @@ import (
 // ToolCall phases (DESIGN.md): Pending → [AwaitingApproval] → Running →
 // Succeeded | Failed, or Denied, Cancelled, Expired.
 const (
-	PhasePending          = "Pending"
-	PhaseAwaitingApproval = "AwaitingApproval"
-	PhaseRunning          = "Running"
-	PhaseSucceeded        = "Succeeded"
-	PhaseFailed           = "Failed"
-	PhaseDenied           = "Denied"
-	PhaseCancelled        = "Cancelled"
-	PhaseExpired          = "Expired"
+	PhasePending          = resource.ToolCallPending
+	PhaseAwaitingApproval = resource.ToolCallAwaitingApproval
+	PhaseRunning          = resource.ToolCallRunning
+	PhaseSucceeded        = resource.ToolCallSucceeded
+	PhaseFailed           = resource.ToolCallFailed
+	PhaseDenied           = resource.ToolCallDenied
+	PhaseCancelled        = resource.ToolCallCancelled
+	PhaseExpired          = resource.ToolCallExpired
 )
 
 // Approval statuses, of spec.approval.status and of an Approval's
@@ -42,13 +42,7 @@ const (
 )
 
 // Finished reports whether a phase is terminal.
-func Finished(phase string) bool {
-	switch phase {
-	case PhaseSucceeded, PhaseFailed, PhaseDenied, PhaseCancelled, PhaseExpired:
-		return true
-	}
-	return false
-}
+func Finished(phase string) bool { return resource.ToolCallFinished(phase) }
 
 // releases reports whether a call that ends in phase frees its idempotency
 // key for a retry.

@@ -96,6 +96,15 @@ const (
 	ToolCallExpired          = "Expired"
 )
 
+// ToolCallFinished reports whether a ToolCall phase is terminal.
+func ToolCallFinished(phase string) bool {
+	switch phase {
+	case ToolCallSucceeded, ToolCallFailed, ToolCallDenied, ToolCallCancelled, ToolCallExpired:
+		return true
+	}
+	return false
+}
+
 // Approval statuses, used both in ToolCall spec.approval.status and in
 // Approval status.status.
 const (
