@@ -60,14 +60,11 @@ type Store struct {
 	log            *slog.Logger
 	// checkpointer runs WAL checkpoints off the commit path; stop ends it.
 	checkpointer *sql.DB
+	ckpt         ckptConfig
 	stopCkpt     chan struct{}
 	stopOnce     sync.Once
 	ckptDone     chan struct{}
 }
-
-// checkpointInterval is how often the background checkpointer copies the
-// write-ahead log into the database file.
-const checkpointInterval = time.Second
 
 var _ store.Store = (*Store)(nil)
 
@@ -77,6 +74,11 @@ const metaContinueKey = "continue_hmac_key"
 // Open opens (creating it and its parent directory when missing) and
 // migrates the database file at path.
 func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+	return open(ctx, path, opts, ckptConfig{interval: checkpointInterval, restartFrames: walRestartFrames, tailFrames: walTailFrames})
+}
+
+// open is Open with the checkpoint settings given.
+func open(ctx context.Context, path string, opts Options, ckpt ckptConfig) (*Store, error) {
 	opts = opts.WithDefaults()
 	if path == "" {
 		return nil, errors.New("sqlite: empty database path")
@@ -99,7 +101,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: create %s: %w", path, err)
 	}
 	common := "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)"
-	writer, err := sql.Open("sqlite", "file:"+path+"?"+common+"&_pragma=journal_mode(WAL)&_pragma=wal_autocheckpoint(0)&_txlock=immediate")
+	writer, err := sql.Open("sqlite", "file:"+path+"?"+common+"&_pragma=journal_mode(WAL)&_pragma=wal_autocheckpoint(0)&_pragma=journal_size_limit("+strconv.Itoa(walSizeLimit)+")&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
@@ -134,15 +136,16 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	// SQLite's automatic checkpoint runs inside the commit that crosses
 	// the threshold and stalls every writer queued behind it (the tail of
 	// the gateway's latency). Commits never checkpoint here; a connection
-	// of its own runs passive checkpoints, which never block writers.
-	ckpt, err := sql.Open("sqlite", "file:"+path+"?"+common)
+	// of its own runs passive checkpoints, which never block writers
+	// (checkpoint, below, says how the log still starts over).
+	ckptDB, err := sql.Open("sqlite", "file:"+path+"?"+common)
 	if err != nil {
 		_ = writer.Close()
 		_ = reader.Close()
 		return nil, fmt.Errorf("sqlite: open checkpointer of %s: %w", path, err)
 	}
-	ckpt.SetMaxOpenConns(1)
-	s.checkpointer, s.stopCkpt, s.ckptDone = ckpt, make(chan struct{}), make(chan struct{})
+	ckptDB.SetMaxOpenConns(1)
+	s.checkpointer, s.ckpt, s.stopCkpt, s.ckptDone = ckptDB, ckpt, make(chan struct{}), make(chan struct{})
 	go s.checkpointLoop()
 	return s, nil
 }
@@ -150,18 +153,97 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 // checkpointLoop checkpoints the write-ahead log until Close.
 func (s *Store) checkpointLoop() {
 	defer close(s.ckptDone)
-	t := time.NewTicker(checkpointInterval)
+	t := time.NewTicker(s.ckpt.interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-s.stopCkpt:
 			return
 		case <-t.C:
-			if _, err := s.checkpointer.Exec("PRAGMA wal_checkpoint(PASSIVE)"); err != nil {
+			frames, err := s.checkpoint()
+			if err != nil {
 				s.log.Warn("sqlite: checkpoint", "err", err)
+			}
+			if s.ckpt.done != nil {
+				s.ckpt.done(frames)
 			}
 		}
 	}
+}
+
+// Checkpoints and the length of the write-ahead log.
+//
+// A passive checkpoint on a connection of its own copies the log into the
+// database file without ever blocking the writer. But SQLite starts the
+// log over from its beginning only when a write transaction begins while
+// every frame of the log has been copied, and under steady writes that
+// never happens: frames arrive while a pass copies, so a pass is always a
+// little behind. The log would grow for as long as the writes go on (at
+// 1,000 gateway calls a second, about 70 MB a second), and every pass
+// would copy and sync more.
+//
+// So once the log holds walRestartFrames frames, the checkpointer repeats
+// its passive pass while a pass still found more than walTailFrames new
+// frames (each pass is shorter than the one before), and then copies the
+// last few on the writer connection itself, between two write
+// transactions: nothing can be appended meanwhile, the log is wholly
+// copied, and the next write starts it over. That last pass holds the
+// writers for the time it takes to copy and sync a few dozen frames.
+// journal_size_limit then gives the disk back when a burst made the file
+// larger than walSizeLimit.
+const (
+	checkpointInterval = time.Second
+	walRestartFrames   = 4096 // 16 MiB of 4 KiB pages
+	walTailFrames      = 64
+	walCatchUpPasses   = 4
+	walSizeLimit       = 64 << 20
+)
+
+// ckptConfig holds the checkpoint settings (tests change them).
+type ckptConfig struct {
+	interval                  time.Duration
+	restartFrames, tailFrames int
+	// done, when set, is called after every checkpoint with the number of
+	// frames the log held before its last pass.
+	done func(frames int)
+}
+
+// checkpoint runs one round as described above and returns the number of
+// frames the log held before its last pass.
+func (s *Store) checkpoint() (int, error) {
+	ctx := context.Background()
+	logged, copied, err := passiveCheckpoint(ctx, s.checkpointer)
+	if err != nil || logged < s.ckpt.restartFrames {
+		return logged, err
+	}
+	for range walCatchUpPasses {
+		before := copied
+		if logged, copied, err = passiveCheckpoint(ctx, s.checkpointer); err != nil {
+			return logged, err
+		}
+		if copied-before <= s.ckpt.tailFrames {
+			break
+		}
+	}
+	conn, err := s.writer.Conn(ctx)
+	if err != nil {
+		return logged, fmt.Errorf("writer connection: %w", err)
+	}
+	defer func() { _ = conn.Close() }()
+	logged, _, err = passiveCheckpoint(ctx, conn)
+	return logged, err
+}
+
+// passiveCheckpoint runs a passive checkpoint on q and returns the frames
+// in the log and how many of them are copied into the database file.
+func passiveCheckpoint(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}) (logged, copied int, err error) {
+	var busy int
+	if err := q.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &logged, &copied); err != nil {
+		return 0, 0, err
+	}
+	return logged, copied, nil
 }
 
 // migrate applies the embedded migrations not yet recorded and makes sure
