@@ -2,15 +2,20 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/warden-dev/warden/app/resource"
 	"github.com/warden-dev/warden/app/store"
 	"github.com/warden-dev/warden/app/store/sqlite"
 	"github.com/warden-dev/warden/app/store/storetest"
+	"github.com/warden-dev/warden/migrations"
 )
 
 func openTB(tb testing.TB) store.Store {
@@ -91,4 +96,68 @@ func BenchmarkUsageCharge(b *testing.B) {
 
 func BenchmarkWriteCalls16(b *testing.B) {
 	storetest.BenchmarkWriteCalls(b, func(b *testing.B) store.Store { return openTB(b) })
+}
+
+// An installation from before migration 0004 keeps its resources and its
+// change log when 0004 turns their tables into rowid tables; its down file
+// turns them back.
+func TestMigrationRowidObjects(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "warden.db")
+	s, err := sqlite.Open(ctx, path, sqlite.Options{})
+	require.NoError(t, err)
+	big := strings.Repeat("x", 6000) // longer than a page: overflows either way
+	var keys []resource.Key
+	for i, v := range []string{"short", big} {
+		obj := storetest.NewObject("Agent", "default", fmt.Sprint("a", i), nil, map[string]any{"v": v})
+		keys = append(keys, obj.Key())
+		require.NoError(t, s.Update(ctx, "t1", func(ctx context.Context, tx store.Tx) error {
+			_, err := tx.ResourceCreate(ctx, obj)
+			return err
+		}))
+	}
+	require.NoError(t, s.Close())
+
+	// Back to the schema before 0004, as an older installation has it.
+	down, err := migrations.FS.ReadFile("sqlite/0004_rowid_objects.down.sql")
+	require.NoError(t, err)
+	db, err := sql.Open("sqlite", "file:"+path)
+	require.NoError(t, err)
+	_, err = db.ExecContext(ctx, string(down))
+	require.NoError(t, err)
+	_, err = db.ExecContext(ctx, `DELETE FROM schema_migrations WHERE version = 4`)
+	require.NoError(t, err)
+	schema := func() string {
+		var ddl string
+		require.NoError(t, db.QueryRowContext(ctx, `SELECT group_concat(sql, ';') FROM sqlite_schema WHERE name IN ('resources', 'changes')`).Scan(&ddl))
+		return ddl
+	}
+	require.Equal(t, 2, strings.Count(schema(), "WITHOUT ROWID"))
+	require.NoError(t, db.Close())
+
+	s, err = sqlite.Open(ctx, path, sqlite.Options{})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, s.Close()) }()
+	db, err = sql.Open("sqlite", "file:"+path)
+	require.NoError(t, err)
+	require.NotContains(t, schema(), "WITHOUT ROWID")
+	require.NoError(t, db.Close())
+	require.NoError(t, s.View(ctx, "t1", func(ctx context.Context, r store.Reader) error {
+		for i, key := range keys {
+			got, err := r.ResourceGet(ctx, key)
+			require.NoError(t, err)
+			require.Equal(t, fmt.Sprint(i+1), got.Metadata.ResourceVersion)
+		}
+		return nil
+	}))
+	changes, err := s.ChangesSince(ctx, "t1", 0, 10)
+	require.NoError(t, err)
+	require.Len(t, changes, 2)
+	// The key is still unique.
+	err = s.Update(ctx, "t1", func(ctx context.Context, tx store.Tx) error {
+		_, err := tx.ResourceCreate(ctx, storetest.NewObject("Agent", "default", "a0", nil, nil))
+		return err
+	})
+	require.ErrorIs(t, err, store.ErrAlreadyExists)
 }
