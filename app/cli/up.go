@@ -41,7 +41,7 @@ const defaultGatewayPort = 8081
 
 func newUpCmd(a *app) *cobra.Command {
 	var dataDir, storeURL, listenHost string
-	var port, gatewayPort int
+	var port, gatewayPort, changeHistory int
 	var tlsOpts tlsOptions
 	var people peopleOptions
 	cmd := &cobra.Command{
@@ -74,6 +74,9 @@ tokens. Register <public URL>/auth/callback as the redirect URL there.`,
 			if err := server.CheckTransport(addr, tlsOpts.cert != "", tlsOpts.allowPlaintext); err != nil {
 				return usagef("%s", err.Error())
 			}
+			if changeHistory == 0 || changeHistory < -1 {
+				return usagef("--change-history %d must be a number of entries, or -1 to keep them all", changeHistory)
+			}
 			if people.issuer == "" && (people.clientID != "" || people.clientSecret != "") {
 				return usagef("--oidc-client-id and --oidc-client-secret need --oidc-issuer")
 			}
@@ -85,7 +88,7 @@ tokens. Register <public URL>/auth/callback as the redirect URL there.`,
 					return usagef("--public-url %q must be an absolute http(s) URL", people.publicURL)
 				}
 			}
-			return a.up(cmd.Context(), dataDir, storeURL, listenHost, port, gatewayPort, tlsOpts, people)
+			return a.up(cmd.Context(), dataDir, storeURL, listenHost, port, gatewayPort, changeHistory, tlsOpts, people)
 		},
 	}
 	f := cmd.Flags()
@@ -94,6 +97,7 @@ tokens. Register <public URL>/auth/callback as the redirect URL there.`,
 	f.StringVar(&listenHost, "listen-host", "127.0.0.1", "address the listeners bind to; 0.0.0.0 exposes Warden to the network")
 	f.IntVar(&port, "port", defaultControlPort, "port of the control plane API")
 	f.IntVar(&gatewayPort, "gateway-port", defaultGatewayPort, "port of the tool gateway (0: no gateway)")
+	f.IntVar(&changeHistory, "change-history", server.DefaultChangeHistory, "change-log entries each tenant keeps for watchers that resume (-1: all)")
 	f.StringVar(&tlsOpts.cert, "tls-cert", "", "PEM certificate (chain) to serve every listener over TLS")
 	f.StringVar(&tlsOpts.key, "tls-key", "", "PEM private key of --tls-cert")
 	f.BoolVar(&tlsOpts.allowPlaintext, "insecure-allow-plaintext", false, "serve plaintext HTTP on a non-loopback address (only behind a TLS-terminating proxy)")
@@ -189,7 +193,7 @@ type tlsOptions struct {
 	allowPlaintext bool
 }
 
-func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port, gatewayPort int, tlsOpts tlsOptions, people peopleOptions) error {
+func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port, gatewayPort, changeHistory int, tlsOpts tlsOptions, people peopleOptions) error {
 	home, err := clientconfig.Home(a.env.LookupEnv)
 	if err != nil {
 		return err
@@ -310,6 +314,7 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		PublicURL:      publicURL,
 		OIDC:           oidcCfg,
 		Signup:         people.signup,
+		ChangeHistory:  changeHistory,
 		AllowPlaintext: tlsOpts.allowPlaintext,
 		Now:            a.env.Now,
 	})

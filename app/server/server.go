@@ -73,6 +73,10 @@ type Config struct {
 	OIDC *oidc.Config
 	// Signup enables self-service tenant sign-up in the console (SaaS).
 	Signup bool
+	// ChangeHistory is how many change-log entries each tenant keeps
+	// (compacted every minute); zero means DefaultChangeHistory, a negative
+	// number keeps them all.
+	ChangeHistory int
 	// GatewayAddr is the tool gateway listener (default 127.0.0.1:8081);
 	// "off" serves no gateway (the control plane's approval endpoints then
 	// answer Unavailable).
@@ -105,6 +109,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.BookmarkInterval <= 0 {
 		c.BookmarkInterval = 15 * time.Second
+	}
+	if c.ChangeHistory == 0 {
+		c.ChangeHistory = DefaultChangeHistory
 	}
 	c.Compile = c.Compile.WithDefaults()
 	if c.PublicURL == "" {
@@ -318,6 +325,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	errc := make(chan error, 1)
 	go func() { errc <- s.app.Listener(ln) }()
 	go s.rotateSigningKeys(s.base)
+	if s.cfg.ChangeHistory > 0 {
+		go s.compactChanges(s.base, s.cfg.ChangeHistory)
+	}
 	select {
 	case err := <-errc:
 		s.close()
