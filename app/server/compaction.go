@@ -17,8 +17,11 @@ import (
 // again, as with Kubernetes.
 const DefaultChangeHistory = 100_000
 
-// changeCompactEvery is how often the change logs are compacted.
-const changeCompactEvery = time.Minute
+// changeCompactEvery is how often the change logs are compacted: often
+// enough that a round drops a few seconds of writes, a few chunks of
+// store.CompactChunk entries, each a short transaction, rather than a
+// pile that holds the tenant's writers for long.
+const changeCompactEvery = 10 * time.Second
 
 // compactChanges compacts every tenant's change log every
 // changeCompactEvery until ctx ends. Replicas sharing a store may all do

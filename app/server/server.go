@@ -74,7 +74,7 @@ type Config struct {
 	// Signup enables self-service tenant sign-up in the console (SaaS).
 	Signup bool
 	// ChangeHistory is how many change-log entries each tenant keeps
-	// (compacted every minute); zero means DefaultChangeHistory, a negative
+	// (compacted every 10 seconds); zero means DefaultChangeHistory, a negative
 	// number keeps them all.
 	ChangeHistory int
 	// GatewayAddr is the tool gateway listener (default 127.0.0.1:8081);

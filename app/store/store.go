@@ -9,6 +9,11 @@ import (
 	"github.com/warden-dev/warden/app/resource"
 )
 
+// CompactChunk is how many change-log entries one transaction of
+// ChangesCompact drops at most: the tenant's other writes wait for one
+// chunk, not for the whole compaction.
+const CompactChunk = 1000
+
 // Store is the storage interface of Warden. Every method that touches tenant
 // data is scoped to exactly one tenant; a driver must refuse an empty tenant
 // with ErrNoTenant. The Postgres driver additionally enforces the scope with
@@ -26,7 +31,8 @@ type Store interface {
 	// answers ErrGone when after is older than the retained history.
 	ChangesSince(ctx context.Context, tenant string, after int64, limit int) ([]Change, error)
 	// ChangesCompact drops change-log entries of tenant older than keep
-	// entries behind the newest, moving the retained-history floor.
+	// entries behind the newest, moving the retained-history floor, in
+	// transactions of at most CompactChunk entries.
 	ChangesCompact(ctx context.Context, tenant string, keep int) error
 	// Listen calls fn, without blocking the writer, after every commit that
 	// appended to a tenant's change log, on this process or (for shared

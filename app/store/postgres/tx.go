@@ -582,18 +582,25 @@ func (t *writeTx) APIKeyInsert(ctx context.Context, key store.APIKey) error {
 	return nil
 }
 
-func (t *writeTx) compact(ctx context.Context, keep int) error {
+// compact moves the tenant's retained floor toward target, or, when target
+// is negative, toward keep versions behind the newest (the target it
+// returns), by at most store.CompactChunk entries. It reports whether the
+// floor reached the target.
+func (t *writeTx) compact(ctx context.Context, keep int, target int64) (int64, bool, error) {
 	st, err := t.lockState(ctx)
 	if err != nil {
-		return err
+		return target, false, err
 	}
-	floor := st.rv - int64(keep)
-	if floor <= st.floor {
-		return nil
+	if target < 0 {
+		target = st.rv - int64(keep)
 	}
-	if _, err := t.q.Exec(ctx, `DELETE FROM changes WHERE tenant_id = $1 AND rv <= $2`, t.tenant, floor); err != nil {
-		return fmt.Errorf("compact changes: %w", err)
+	if target <= st.floor {
+		return target, true, nil
+	}
+	floor := min(target, st.floor+store.CompactChunk)
+	if _, err := t.q.Exec(ctx, `DELETE FROM changes WHERE tenant_id = $1 AND rv > $2 AND rv <= $3`, t.tenant, st.floor, floor); err != nil {
+		return target, false, fmt.Errorf("compact changes: %w", err)
 	}
 	st.floor, t.dirty = floor, true
-	return nil
+	return target, floor == target, nil
 }

@@ -433,14 +433,24 @@ func (s *Store) ChangesSince(ctx context.Context, tenant string, after int64, li
 }
 
 // ChangesCompact drops change-log entries more than keep versions behind the
-// newest and moves the tenant's retained floor.
+// newest and moves the tenant's retained floor, store.CompactChunk entries a
+// transaction so that the tenant's other writes wait for one chunk at most.
 func (s *Store) ChangesCompact(ctx context.Context, tenant string, keep int) error {
 	if keep < 0 {
 		return fmt.Errorf("sqlite: compact: keep must not be negative, got %d", keep)
 	}
-	return s.Update(ctx, tenant, func(ctx context.Context, t store.Tx) error {
-		return t.(*writeTx).compact(ctx, keep)
-	})
+	target := int64(-1)
+	for {
+		done := false
+		err := s.Update(ctx, tenant, func(ctx context.Context, t store.Tx) error {
+			var err error
+			target, done, err = t.(*writeTx).compact(ctx, keep, target)
+			return err
+		})
+		if err != nil || done {
+			return err
+		}
+	}
 }
 
 // APIKeyLookup finds a non-revoked API key by the hash of its secret, across

@@ -761,6 +761,18 @@ func testChangesCompact(t *testing.T, s store.Store) {
 	require.Empty(t, changes)
 	_, err = s.ChangesSince(ctx, tenant, 9, 100)
 	require.ErrorIs(t, err, store.ErrGone)
+
+	// A history longer than a chunk is compacted chunk after chunk, to
+	// the floor the first chunk set.
+	long := NewTenant()
+	n := 2*store.CompactChunk + 500
+	seed(t, s, long, n, func(int) map[string]string { return nil })
+	require.NoError(t, s.ChangesCompact(ctx, long, 5))
+	_, err = s.ChangesSince(ctx, long, int64(n-6), 100)
+	require.ErrorIs(t, err, store.ErrGone)
+	changes, err = s.ChangesSince(ctx, long, int64(n-5), 100)
+	require.NoError(t, err)
+	require.Len(t, changes, 5)
 }
 
 // recorder collects Listen callbacks for one tenant set.
