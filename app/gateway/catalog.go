@@ -109,38 +109,20 @@ func (c *catalog) get(ctx context.Context, tenant string) (*snapshot, error) {
 	}
 }
 
-// listAll reads every resource of kind in the tenant that sel matches (nil
-// matches all), page by page.
-func listAll(ctx context.Context, r store.Reader, kind string, sel *resource.Selector) ([]*resource.Object, error) {
-	var out []*resource.Object
-	p := store.ListParams{Kind: kind, Selector: sel, Limit: store.MaxPageSize}
-	for {
-		res, err := r.ResourceList(ctx, p)
-		if err != nil {
-			return nil, fmt.Errorf("list %s: %w", kind, err)
-		}
-		out = append(out, res.Items...)
-		if res.Continue == "" {
-			return out, nil
-		}
-		p.Continue = res.Continue
-	}
-}
-
 func (c *catalog) load(ctx context.Context, tenant string) (*snapshot, error) {
 	var tools, agents, manifests, policies []*resource.Object
 	err := c.st.View(ctx, tenant, func(ctx context.Context, r store.Reader) error {
 		var err error
-		if tools, err = listAll(ctx, r, resource.KindTool, nil); err != nil {
+		if tools, err = store.ListAll(ctx, r, resource.KindTool, nil); err != nil {
 			return err
 		}
-		if agents, err = listAll(ctx, r, resource.KindAgent, nil); err != nil {
+		if agents, err = store.ListAll(ctx, r, resource.KindAgent, nil); err != nil {
 			return err
 		}
-		if manifests, err = listAll(ctx, r, resource.KindCompiledAgentManifest, nil); err != nil {
+		if manifests, err = store.ListAll(ctx, r, resource.KindCompiledAgentManifest, nil); err != nil {
 			return err
 		}
-		policies, err = listAll(ctx, r, resource.KindPolicy, nil)
+		policies, err = store.ListAll(ctx, r, resource.KindPolicy, nil)
 		return err
 	})
 	if err != nil {

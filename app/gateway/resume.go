@@ -91,7 +91,7 @@ func (g *Gateway) Sweep(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			res, err := listAll(ctx, r, resource.KindToolCall, sel)
+			res, err := store.ListAll(ctx, r, resource.KindToolCall, sel)
 			if err != nil {
 				return err
 			}
@@ -100,7 +100,7 @@ func (g *Gateway) Sweep(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			approvals, err = listAll(ctx, r, resource.KindApproval, sel)
+			approvals, err = store.ListAll(ctx, r, resource.KindApproval, sel)
 			return err
 		})
 		if err != nil {

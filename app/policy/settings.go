@@ -144,3 +144,25 @@ func (s *Set) Settings(in *Input) Settings {
 	}
 	return out
 }
+
+// Windows returns the longest idempotency window and the longest limit
+// window that any of policies sets (DefaultIdempotencyWindow at least, and
+// zero when no policy sets a limit): a claim made longer ago than the
+// first, or a counter of a window that started longer ago than the second,
+// can no longer matter to any call of the tenant. A policy whose spec does
+// not decode sets nothing.
+func Windows(policies []*resource.Object) (idempotency, limit time.Duration) {
+	idempotency = DefaultIdempotencyWindow
+	for _, o := range policies {
+		spec, err := resource.DecodeSpec[resource.PolicySpec](o)
+		if err != nil {
+			continue
+		}
+		ps := parseSettings(&spec)
+		idempotency = max(idempotency, ps.idempotencyWindow)
+		for _, w := range ps.limitWindows {
+			limit = max(limit, w)
+		}
+	}
+	return idempotency, limit
+}

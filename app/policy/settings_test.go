@@ -108,3 +108,33 @@ func TestNowIsAvailableAtRuntimeHooks(t *testing.T) {
 		rule("pre", resource.HookPreflight, `now.getHours() < 6`, resource.ActionDeny))})
 	require.Len(t, errs, 1, "now is not a preflight variable")
 }
+
+func TestWindows(t *testing.T) {
+	t.Parallel()
+	withSpec := func(spec map[string]any) *resource.Object {
+		o := newPolicy("p", 1, nil)
+		o.Spec = spec
+		return o
+	}
+	tests := []struct {
+		name               string
+		policies           []*resource.Object
+		idempotency, limit time.Duration
+	}{
+		{"none", nil, DefaultIdempotencyWindow, 0},
+		{"shorter idempotency window than the default", []*resource.Object{withSpec(map[string]any{"idempotency": map[string]any{"window": "1m"}})}, DefaultIdempotencyWindow, 0},
+		{"longest of each", []*resource.Object{
+			withSpec(map[string]any{"idempotency": map[string]any{"window": "2h"}, "limits": []any{map[string]any{"scope": "tool", "window": "1m", "maxCalls": 5}}}),
+			withSpec(map[string]any{"limits": []any{map[string]any{"scope": "agent", "window": "720h", "maxCost": 10}}}),
+		}, 2 * time.Hour, 720 * time.Hour},
+		{"a spec that does not decode sets nothing", []*resource.Object{withSpec(map[string]any{"limits": "every"})}, DefaultIdempotencyWindow, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			idem, limit := Windows(tt.policies)
+			require.Equal(t, tt.idempotency, idem)
+			require.Equal(t, tt.limit, limit)
+		})
+	}
+}

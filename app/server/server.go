@@ -325,9 +325,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	errc := make(chan error, 1)
 	go func() { errc <- s.app.Listener(ln) }()
 	go s.rotateSigningKeys(s.base)
-	if s.cfg.ChangeHistory > 0 {
-		go s.compactChanges(s.base, s.cfg.ChangeHistory)
-	}
+	go s.retain(s.base, s.cfg.ChangeHistory)
 	select {
 	case err := <-errc:
 		s.close()

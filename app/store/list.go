@@ -89,3 +89,21 @@ func ListPage(ctx context.Context, key []byte, tenant string, p ListParams, scan
 		batch = max(batch, min(batch*2, maxSelectorBatch))
 	}
 }
+
+// ListAll reads every resource of kind in r's tenant that sel matches (nil
+// matches all), page by page.
+func ListAll(ctx context.Context, r Reader, kind string, sel *resource.Selector) ([]*resource.Object, error) {
+	var out []*resource.Object
+	p := ListParams{Kind: kind, Selector: sel, Limit: MaxPageSize}
+	for {
+		res, err := r.ResourceList(ctx, p)
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", kind, err)
+		}
+		out = append(out, res.Items...)
+		if res.Continue == "" {
+			return out, nil
+		}
+		p.Continue = res.Continue
+	}
+}

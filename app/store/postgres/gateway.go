@@ -220,3 +220,53 @@ func (t *readTx) UsageGet(ctx context.Context, keys []store.UsageKey) ([]store.U
 	}
 	return out, nil
 }
+
+// qIdempotencySweep reads the next $4 claims after ($2, $3) and deletes the
+// released and expired ones. The DELETE tests the row it deletes, not the
+// one the scan read: a claim taken over meanwhile is re-read under its row
+// lock and kept.
+const qIdempotencySweep = `WITH scanned AS (
+		SELECT namespace, key FROM idempotency_keys
+		WHERE tenant_id = $1 AND (namespace, key) > ($2, $3)
+		ORDER BY namespace, key LIMIT $4
+	), gone AS (
+		DELETE FROM idempotency_keys k USING scanned s
+		WHERE k.tenant_id = $1 AND k.namespace = s.namespace AND k.key = s.key
+			AND (k.released OR k.claimed_at < $5)
+		RETURNING 1
+	), last AS (
+		SELECT namespace, key FROM scanned ORDER BY namespace DESC, key DESC LIMIT 1
+	)
+	SELECT (SELECT count(*) FROM scanned), (SELECT count(*) FROM gone),
+		coalesce((SELECT namespace FROM last), ''), coalesce((SELECT key FROM last), '')`
+
+// IdempotencySweep deletes the released and expired claims among the
+// next limit after cursor, in one statement.
+func (t *writeTx) IdempotencySweep(ctx context.Context, cursor *store.SweepCursor, before time.Time, limit int) (*store.SweepCursor, int, error) {
+	if limit <= 0 {
+		return nil, 0, fmt.Errorf("idempotency sweep: limit must be positive, got %d", limit)
+	}
+	var from store.SweepCursor
+	if cursor != nil {
+		from = *cursor
+	}
+	var scanned, deleted int
+	var last store.SweepCursor
+	if err := t.q.QueryRow(ctx, qIdempotencySweep, t.tenant, from.Namespace, from.Key, limit, before).
+		Scan(&scanned, &deleted, &last.Namespace, &last.Key); err != nil {
+		return nil, 0, fmt.Errorf("idempotency sweep: %w", err)
+	}
+	if scanned < limit {
+		return nil, deleted, nil
+	}
+	return &last, deleted, nil
+}
+
+// UsageSweep deletes the counters of windows that started before before.
+func (t *writeTx) UsageSweep(ctx context.Context, before time.Time) (int, error) {
+	tag, err := t.q.Exec(ctx, `DELETE FROM usage_counters WHERE tenant_id = $1 AND window_start < $2`, t.tenant, before)
+	if err != nil {
+		return 0, fmt.Errorf("usage sweep: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
+}

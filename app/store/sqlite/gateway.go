@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/warden-dev/warden/app/store"
 )
@@ -130,4 +131,63 @@ func (t *readTx) UsageGet(ctx context.Context, keys []store.UsageKey) ([]store.U
 		}
 	}
 	return out, nil
+}
+
+// IdempotencySweep deletes the released and expired claims among the
+// next limit after cursor. The single writer connection serializes it with
+// every claim, so what it read is what it deletes.
+func (t *writeTx) IdempotencySweep(ctx context.Context, cursor *store.SweepCursor, before time.Time, limit int) (*store.SweepCursor, int, error) {
+	if limit <= 0 {
+		return nil, 0, fmt.Errorf("idempotency sweep: limit must be positive, got %d", limit)
+	}
+	var from store.SweepCursor
+	if cursor != nil {
+		from = *cursor
+	}
+	rows, err := t.q.QueryContext(ctx, `SELECT namespace, key, released OR claimed_at < ? FROM idempotency_keys
+		WHERE tenant_id = ? AND (namespace, key) > (?, ?) ORDER BY namespace, key LIMIT ?`,
+		before.UnixMicro(), t.tenant, from.Namespace, from.Key, limit)
+	if err != nil {
+		return nil, 0, fmt.Errorf("idempotency sweep: %w", err)
+	}
+	var dead []store.SweepCursor
+	var last store.SweepCursor
+	scanned := 0
+	for rows.Next() {
+		var gone bool
+		if err := rows.Scan(&last.Namespace, &last.Key, &gone); err != nil {
+			_ = rows.Close()
+			return nil, 0, fmt.Errorf("idempotency sweep: %w", err)
+		}
+		scanned++
+		if gone {
+			dead = append(dead, last)
+		}
+	}
+	if err := rows.Close(); err != nil {
+		return nil, 0, fmt.Errorf("idempotency sweep: %w", err)
+	}
+	for _, d := range dead {
+		if _, err := t.q.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE tenant_id = ? AND namespace = ? AND key = ?`,
+			t.tenant, d.Namespace, d.Key); err != nil {
+			return nil, 0, fmt.Errorf("idempotency sweep: %w", err)
+		}
+	}
+	if scanned < limit {
+		return nil, len(dead), nil
+	}
+	return &last, len(dead), nil
+}
+
+// UsageSweep deletes the counters of windows that started before before.
+func (t *writeTx) UsageSweep(ctx context.Context, before time.Time) (int, error) {
+	res, err := t.q.ExecContext(ctx, `DELETE FROM usage_counters WHERE tenant_id = ? AND window_start < ?`, t.tenant, before.UnixMicro())
+	if err != nil {
+		return 0, fmt.Errorf("usage sweep: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("usage sweep: %w", err)
+	}
+	return int(n), nil
 }

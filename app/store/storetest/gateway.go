@@ -571,3 +571,66 @@ func testListenConfig(t *testing.T, s store.Store) {
 		})
 	}
 }
+
+// sweep runs IdempotencySweep chunk after chunk, each in an Update of its
+// own, and returns how many claims it deleted and in how many chunks.
+func sweep(t testing.TB, s store.Store, tenant string, before time.Time, limit int) (deleted, chunks int) {
+	t.Helper()
+	var cursor *store.SweepCursor
+	for {
+		require.NoError(t, s.Update(context.Background(), tenant, func(ctx context.Context, tx store.Tx) error {
+			next, n, err := tx.IdempotencySweep(ctx, cursor, before, limit)
+			cursor, deleted = next, deleted+n
+			return err
+		}))
+		chunks++
+		if cursor == nil {
+			return deleted, chunks
+		}
+	}
+}
+
+// testGatewaySweep deletes the claims and counters nobody can use any more
+// and nothing else, chunk by chunk, in one tenant only.
+func testGatewaySweep(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	tenant, other := NewTenant(), NewTenant()
+	t0 := time.Date(2030, 1, 2, 10, 0, 0, 0, time.UTC)
+	for i := range 5 {
+		// Claims made before t0: old-0 … old-4.
+		require.Equal(t, "", claim(t, s, tenant, store.IdempotencyClaim{Namespace: "default", Key: fmt.Sprint("old-", i),
+			Call: fmt.Sprint("tc-old-", i), Now: t0.Add(-time.Hour), Window: time.Hour}))
+	}
+	for _, ns := range []string{"a", "z"} {
+		require.Equal(t, "", claim(t, s, tenant, store.IdempotencyClaim{Namespace: ns, Key: "fresh", Call: "tc-fresh-" + ns, Now: t0, Window: time.Hour}))
+	}
+	require.Equal(t, "", claim(t, s, tenant, store.IdempotencyClaim{Namespace: "default", Key: "released", Call: "tc-r", Now: t0, Window: time.Hour}))
+	release(t, s, tenant, "default", "released", "tc-r")
+	require.Equal(t, "", claim(t, s, other, store.IdempotencyClaim{Namespace: "default", Key: "old-0", Call: "tc-other", Now: t0.Add(-time.Hour), Window: 3 * time.Hour}))
+
+	deleted, chunks := sweep(t, s, tenant, t0, 3)
+	require.Equal(t, 6, deleted, "five expired claims and a released one")
+	require.Equal(t, 3, chunks, "eight claims, three a chunk")
+	deleted, _ = sweep(t, s, tenant, t0, 3)
+	require.Zero(t, deleted, "a second sweep finds nothing")
+	// The fresh claims still hold; the other tenant's old claim too.
+	for _, ns := range []string{"a", "z"} {
+		require.Equal(t, "tc-fresh-"+ns, claim(t, s, tenant, store.IdempotencyClaim{Namespace: ns, Key: "fresh", Call: "tc-new", Now: t0, Window: time.Hour}))
+	}
+	require.Equal(t, "tc-other", claim(t, s, other, store.IdempotencyClaim{Namespace: "default", Key: "old-0", Call: "tc-new", Now: t0, Window: 3 * time.Hour}))
+
+	// Counters of windows that started before the horizon go.
+	early := store.UsageCharge{UsageKey: store.UsageKey{Key: "tool:default/t", WindowStart: t0.Add(-2 * time.Hour)}, Calls: 1}
+	late := store.UsageCharge{UsageKey: store.UsageKey{Key: "tool:default/t", WindowStart: t0}, Calls: 2}
+	charge(t, s, tenant, early, late)
+	charge(t, s, other, early)
+	var swept int
+	require.NoError(t, s.Update(ctx, tenant, func(ctx context.Context, tx store.Tx) error {
+		var err error
+		swept, err = tx.UsageSweep(ctx, t0.Add(-time.Hour))
+		return err
+	}))
+	require.Equal(t, 1, swept)
+	require.Equal(t, []store.UsageTotal{{}, {Calls: 2}}, usage(t, s, tenant, early.UsageKey, late.UsageKey))
+	require.Equal(t, []store.UsageTotal{{Calls: 1}}, usage(t, s, other, early.UsageKey))
+}

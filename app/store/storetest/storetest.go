@@ -65,6 +65,7 @@ func Run(t *testing.T, open OpenFunc) {
 		{"APIKeyManagement", testAPIKeyManagement},
 		{"SigningKeys", testSigningKeys},
 		{"IdempotencyClaim", testIdempotencyClaim},
+		{"GatewaySweep", testGatewaySweep},
 		{"IdempotencyConcurrent", testIdempotencyConcurrent},
 		{"UsageCharge", testUsageCharge},
 		{"UsageConcurrent", testUsageConcurrent},

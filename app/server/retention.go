@@ -1,0 +1,125 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/warden-dev/warden/app/policy"
+	"github.com/warden-dev/warden/app/resource"
+	"github.com/warden-dev/warden/app/store"
+)
+
+// DefaultChangeHistory is how many change-log entries each tenant keeps
+// when Config.ChangeHistory is zero: at the tool gateway's two entries a
+// call (its record, then its result), 50,000 calls, about 100 MB of a
+// tenant's storage for calls of a kilobyte. A watcher that falls further
+// behind, or resumes from an older resourceVersion, gets 410 Gone and lists
+// again, as with Kubernetes.
+const DefaultChangeHistory = 100_000
+
+// retainEvery is how often the change logs are compacted and the
+// gateway's claims and counters swept: often enough that a round drops a
+// few seconds of writes, a few chunks of store.CompactChunk entries, each a
+// short transaction, rather than a pile that holds the tenant's writers
+// for long.
+const retainEvery = 10 * time.Second
+
+// retain compacts every tenant's change log to keep entries (none when
+// keep is negative) and sweeps the tool gateway's claims and counters,
+// every retainEvery until ctx ends. Replicas sharing a store may all do
+// it: a compaction takes the tenant's lock and moves the floor only up, and
+// a sweep deletes only what no call can use.
+func (s *Server) retain(ctx context.Context, keep int) {
+	t := time.NewTicker(retainEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if keep > 0 {
+				if err := CompactChanges(ctx, s.store, keep); err != nil && ctx.Err() == nil {
+					s.log.WarnContext(ctx, "compact change logs", "err", err)
+				}
+			}
+			if err := SweepGateway(ctx, s.store, s.cfg.Now()); err != nil && ctx.Err() == nil {
+				s.log.WarnContext(ctx, "sweep idempotency claims and usage counters", "err", err)
+			}
+		}
+	}
+}
+
+// sweepMargin is kept beyond the longest window a tenant's policies set:
+// for clocks of replicas that differ and for a window lengthened after a
+// call was made.
+const sweepMargin = time.Hour
+
+// SweepGateway deletes, for every tenant, the tool gateway's idempotency
+// claims and usage counters that no call can use any more: claims released
+// or made longer ago than the longest idempotency window of the tenant's
+// policies (plus sweepMargin), and counters of windows that started longer
+// ago than the longest limit window (plus sweepMargin). Claims go
+// store.CompactChunk a transaction. It goes on past a tenant it cannot
+// sweep and reports every failure.
+func SweepGateway(ctx context.Context, st store.Store, now time.Time) error {
+	tenants, err := st.TenantList(ctx)
+	if err != nil {
+		return fmt.Errorf("list tenants: %w", err)
+	}
+	var errs []error
+	for _, t := range tenants {
+		if err := sweepTenant(ctx, st, t.ID, now); err != nil {
+			errs = append(errs, fmt.Errorf("tenant %s: %w", t.ID, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func sweepTenant(ctx context.Context, st store.Store, tenant string, now time.Time) error {
+	var policies []*resource.Object
+	if err := st.View(ctx, tenant, func(ctx context.Context, r store.Reader) error {
+		var err error
+		policies, err = store.ListAll(ctx, r, resource.KindPolicy, nil)
+		return err
+	}); err != nil {
+		return err
+	}
+	idempotency, limit := policy.Windows(policies)
+	claimsBefore, countersBefore := now.Add(-idempotency-sweepMargin), now.Add(-limit-sweepMargin)
+	var cursor *store.SweepCursor
+	for {
+		if err := st.Update(ctx, tenant, func(ctx context.Context, tx store.Tx) error {
+			var err error
+			cursor, _, err = tx.IdempotencySweep(ctx, cursor, claimsBefore, store.CompactChunk)
+			return err
+		}); err != nil {
+			return err
+		}
+		if cursor == nil {
+			break
+		}
+	}
+	return st.Update(ctx, tenant, func(ctx context.Context, tx store.Tx) error {
+		_, err := tx.UsageSweep(ctx, countersBefore)
+		return err
+	})
+}
+
+// CompactChanges drops, for every tenant, the change-log entries more than
+// keep entries behind its newest. It goes on past a tenant it cannot
+// compact and reports every failure.
+func CompactChanges(ctx context.Context, st store.Store, keep int) error {
+	tenants, err := st.TenantList(ctx)
+	if err != nil {
+		return fmt.Errorf("list tenants: %w", err)
+	}
+	var errs []error
+	for _, t := range tenants {
+		if err := st.ChangesCompact(ctx, t.ID, keep); err != nil {
+			errs = append(errs, fmt.Errorf("tenant %s: %w", t.ID, err))
+		}
+	}
+	return errors.Join(errs...)
+}
