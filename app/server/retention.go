@@ -57,11 +57,11 @@ func (s *Server) retain(ctx context.Context, keep int) {
 const sweepMargin = time.Hour
 
 // SweepGateway deletes, for every tenant, the tool gateway's idempotency
-// claims and usage counters that no call can use any more: claims released
-// or made longer ago than the longest idempotency window of the tenant's
-// policies (plus sweepMargin), and counters of windows that started longer
-// ago than the longest limit window (plus sweepMargin). Claims go
-// store.CompactChunk a transaction. It goes on past a tenant it cannot
+// claims and usage counters that no call can use any more: claims made
+// longer ago than the longest idempotency window of the tenant's policies
+// (plus sweepMargin), released or not, and counters of windows that started
+// longer ago than the longest limit window (plus sweepMargin). Claims go
+// oldest first, store.CompactChunk a transaction. It goes on past a tenant it cannot
 // sweep and reports every failure.
 func SweepGateway(ctx context.Context, st store.Store, now time.Time) error {
 	tenants, err := st.TenantList(ctx)
@@ -88,16 +88,16 @@ func sweepTenant(ctx context.Context, st store.Store, tenant string, now time.Ti
 	}
 	idempotency, limit := policy.Windows(policies)
 	claimsBefore, countersBefore := now.Add(-idempotency-sweepMargin), now.Add(-limit-sweepMargin)
-	var cursor *store.SweepCursor
 	for {
+		deleted := 0
 		if err := st.Update(ctx, tenant, func(ctx context.Context, tx store.Tx) error {
 			var err error
-			cursor, _, err = tx.IdempotencySweep(ctx, cursor, claimsBefore, store.CompactChunk)
+			deleted, err = tx.IdempotencySweep(ctx, claimsBefore, store.CompactChunk)
 			return err
 		}); err != nil {
 			return err
 		}
-		if cursor == nil {
+		if deleted < store.CompactChunk {
 			break
 		}
 	}

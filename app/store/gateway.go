@@ -40,20 +40,13 @@ type GatewayTx interface {
 	// counter's value after the operation (for the refusing charge and
 	// those after it, the unchanged value).
 	UsageCharge(ctx context.Context, charges []UsageCharge) (totals []UsageTotal, exceeded int, err error)
-	// IdempotencySweep reads up to limit claims in key order after cursor
-	// (nil: from the first) and deletes those no call can hold any more:
-	// released claims and claims made before before. It returns the cursor
-	// to continue from, nil after the last claim, and how many it deleted.
-	// A claim taken over while the sweep runs is kept.
-	IdempotencySweep(ctx context.Context, cursor *SweepCursor, before time.Time, limit int) (next *SweepCursor, deleted int, err error)
+	// IdempotencySweep deletes up to limit claims made before before,
+	// oldest first, and returns how many it deleted (fewer than limit: no
+	// more are left). A claim taken over while the sweep runs is kept.
+	IdempotencySweep(ctx context.Context, before time.Time, limit int) (deleted int, err error)
 	// UsageSweep deletes the counters of windows that started before
 	// before and returns how many.
 	UsageSweep(ctx context.Context, before time.Time) (int, error)
-}
-
-// SweepCursor is where an IdempotencySweep goes on: after this claim.
-type SweepCursor struct {
-	Namespace, Key string
 }
 
 // GatewayReader reads the tool gateway's shared state.

@@ -221,45 +221,27 @@ func (t *readTx) UsageGet(ctx context.Context, keys []store.UsageKey) ([]store.U
 	return out, nil
 }
 
-// qIdempotencySweep reads the next $4 claims after ($2, $3) and deletes the
-// released and expired ones. The DELETE tests the row it deletes, not the
-// one the scan read: a claim taken over meanwhile is re-read under its row
-// lock and kept.
-const qIdempotencySweep = `WITH scanned AS (
+// qIdempotencySweep deletes up to $3 claims made before $2, oldest first,
+// through the index on (tenant_id, claimed_at) (migration 0006). The
+// DELETE tests the row it deletes, not the one the scan read: a claim taken
+// over meanwhile is re-read under its row lock and kept.
+const qIdempotencySweep = `DELETE FROM idempotency_keys k USING (
 		SELECT namespace, key FROM idempotency_keys
-		WHERE tenant_id = $1 AND (namespace, key) > ($2, $3)
-		ORDER BY namespace, key LIMIT $4
-	), gone AS (
-		DELETE FROM idempotency_keys k USING scanned s
-		WHERE k.tenant_id = $1 AND k.namespace = s.namespace AND k.key = s.key
-			AND (k.released OR k.claimed_at < $5)
-		RETURNING 1
-	), last AS (
-		SELECT namespace, key FROM scanned ORDER BY namespace DESC, key DESC LIMIT 1
-	)
-	SELECT (SELECT count(*) FROM scanned), (SELECT count(*) FROM gone),
-		coalesce((SELECT namespace FROM last), ''), coalesce((SELECT key FROM last), '')`
+		WHERE tenant_id = $1 AND claimed_at < $2 ORDER BY claimed_at LIMIT $3
+	) old
+	WHERE k.tenant_id = $1 AND k.namespace = old.namespace AND k.key = old.key AND k.claimed_at < $2`
 
-// IdempotencySweep deletes the released and expired claims among the
-// next limit after cursor, in one statement.
-func (t *writeTx) IdempotencySweep(ctx context.Context, cursor *store.SweepCursor, before time.Time, limit int) (*store.SweepCursor, int, error) {
+// IdempotencySweep deletes up to limit claims made before before, oldest
+// first.
+func (t *writeTx) IdempotencySweep(ctx context.Context, before time.Time, limit int) (int, error) {
 	if limit <= 0 {
-		return nil, 0, fmt.Errorf("idempotency sweep: limit must be positive, got %d", limit)
+		return 0, fmt.Errorf("idempotency sweep: limit must be positive, got %d", limit)
 	}
-	var from store.SweepCursor
-	if cursor != nil {
-		from = *cursor
+	tag, err := t.q.Exec(ctx, qIdempotencySweep, t.tenant, before, limit)
+	if err != nil {
+		return 0, fmt.Errorf("idempotency sweep: %w", err)
 	}
-	var scanned, deleted int
-	var last store.SweepCursor
-	if err := t.q.QueryRow(ctx, qIdempotencySweep, t.tenant, from.Namespace, from.Key, limit, before).
-		Scan(&scanned, &deleted, &last.Namespace, &last.Key); err != nil {
-		return nil, 0, fmt.Errorf("idempotency sweep: %w", err)
-	}
-	if scanned < limit {
-		return nil, deleted, nil
-	}
-	return &last, deleted, nil
+	return int(tag.RowsAffected()), nil
 }
 
 // UsageSweep deletes the counters of windows that started before before.

@@ -133,50 +133,23 @@ func (t *readTx) UsageGet(ctx context.Context, keys []store.UsageKey) ([]store.U
 	return out, nil
 }
 
-// IdempotencySweep deletes the released and expired claims among the
-// next limit after cursor. The single writer connection serializes it with
-// every claim, so what it read is what it deletes.
-func (t *writeTx) IdempotencySweep(ctx context.Context, cursor *store.SweepCursor, before time.Time, limit int) (*store.SweepCursor, int, error) {
+// IdempotencySweep deletes up to limit claims made before before, oldest
+// first, through the index on (tenant_id, claimed_at) (migration 0005).
+func (t *writeTx) IdempotencySweep(ctx context.Context, before time.Time, limit int) (int, error) {
 	if limit <= 0 {
-		return nil, 0, fmt.Errorf("idempotency sweep: limit must be positive, got %d", limit)
+		return 0, fmt.Errorf("idempotency sweep: limit must be positive, got %d", limit)
 	}
-	var from store.SweepCursor
-	if cursor != nil {
-		from = *cursor
-	}
-	rows, err := t.q.QueryContext(ctx, `SELECT namespace, key, released OR claimed_at < ? FROM idempotency_keys
-		WHERE tenant_id = ? AND (namespace, key) > (?, ?) ORDER BY namespace, key LIMIT ?`,
-		before.UnixMicro(), t.tenant, from.Namespace, from.Key, limit)
+	res, err := t.q.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE tenant_id = ? AND (namespace, key) IN (
+		SELECT namespace, key FROM idempotency_keys WHERE tenant_id = ? AND claimed_at < ? ORDER BY claimed_at LIMIT ?)`,
+		t.tenant, t.tenant, before.UnixMicro(), limit)
 	if err != nil {
-		return nil, 0, fmt.Errorf("idempotency sweep: %w", err)
+		return 0, fmt.Errorf("idempotency sweep: %w", err)
 	}
-	var dead []store.SweepCursor
-	var last store.SweepCursor
-	scanned := 0
-	for rows.Next() {
-		var gone bool
-		if err := rows.Scan(&last.Namespace, &last.Key, &gone); err != nil {
-			_ = rows.Close()
-			return nil, 0, fmt.Errorf("idempotency sweep: %w", err)
-		}
-		scanned++
-		if gone {
-			dead = append(dead, last)
-		}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("idempotency sweep: %w", err)
 	}
-	if err := rows.Close(); err != nil {
-		return nil, 0, fmt.Errorf("idempotency sweep: %w", err)
-	}
-	for _, d := range dead {
-		if _, err := t.q.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE tenant_id = ? AND namespace = ? AND key = ?`,
-			t.tenant, d.Namespace, d.Key); err != nil {
-			return nil, 0, fmt.Errorf("idempotency sweep: %w", err)
-		}
-	}
-	if scanned < limit {
-		return nil, len(dead), nil
-	}
-	return &last, len(dead), nil
+	return int(n), nil
 }
 
 // UsageSweep deletes the counters of windows that started before before.

@@ -576,42 +576,41 @@ func testListenConfig(t *testing.T, s store.Store) {
 // own, and returns how many claims it deleted and in how many chunks.
 func sweep(t testing.TB, s store.Store, tenant string, before time.Time, limit int) (deleted, chunks int) {
 	t.Helper()
-	var cursor *store.SweepCursor
 	for {
+		n := 0
 		require.NoError(t, s.Update(context.Background(), tenant, func(ctx context.Context, tx store.Tx) error {
-			next, n, err := tx.IdempotencySweep(ctx, cursor, before, limit)
-			cursor, deleted = next, deleted+n
+			var err error
+			n, err = tx.IdempotencySweep(ctx, before, limit)
 			return err
 		}))
-		chunks++
-		if cursor == nil {
+		deleted, chunks = deleted+n, chunks+1
+		if n < limit {
 			return deleted, chunks
 		}
 	}
 }
 
-// testGatewaySweep deletes the claims and counters nobody can use any more
+// testGatewaySweep deletes the claims and counters older than the horizon
 // and nothing else, chunk by chunk, in one tenant only.
 func testGatewaySweep(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	tenant, other := NewTenant(), NewTenant()
 	t0 := time.Date(2030, 1, 2, 10, 0, 0, 0, time.UTC)
 	for i := range 5 {
-		// Claims made before t0: old-0 … old-4.
+		// Claims made before t0: old-0 … old-4, the last one released.
 		require.Equal(t, "", claim(t, s, tenant, store.IdempotencyClaim{Namespace: "default", Key: fmt.Sprint("old-", i),
-			Call: fmt.Sprint("tc-old-", i), Now: t0.Add(-time.Hour), Window: time.Hour}))
+			Call: fmt.Sprint("tc-old-", i), Now: t0.Add(-time.Duration(5-i) * time.Minute), Window: time.Hour}))
 	}
+	release(t, s, tenant, "default", "old-4", "tc-old-4")
 	for _, ns := range []string{"a", "z"} {
 		require.Equal(t, "", claim(t, s, tenant, store.IdempotencyClaim{Namespace: ns, Key: "fresh", Call: "tc-fresh-" + ns, Now: t0, Window: time.Hour}))
 	}
-	require.Equal(t, "", claim(t, s, tenant, store.IdempotencyClaim{Namespace: "default", Key: "released", Call: "tc-r", Now: t0, Window: time.Hour}))
-	release(t, s, tenant, "default", "released", "tc-r")
 	require.Equal(t, "", claim(t, s, other, store.IdempotencyClaim{Namespace: "default", Key: "old-0", Call: "tc-other", Now: t0.Add(-time.Hour), Window: 3 * time.Hour}))
 
-	deleted, chunks := sweep(t, s, tenant, t0, 3)
-	require.Equal(t, 6, deleted, "five expired claims and a released one")
-	require.Equal(t, 3, chunks, "eight claims, three a chunk")
-	deleted, _ = sweep(t, s, tenant, t0, 3)
+	deleted, chunks := sweep(t, s, tenant, t0, 2)
+	require.Equal(t, 5, deleted, "the five claims made before t0, released or not")
+	require.Equal(t, 3, chunks, "two a chunk")
+	deleted, _ = sweep(t, s, tenant, t0, 2)
 	require.Zero(t, deleted, "a second sweep finds nothing")
 	// The fresh claims still hold; the other tenant's old claim too.
 	for _, ns := range []string{"a", "z"} {
