@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -438,6 +439,12 @@ type upProcess struct {
 // retried with another.
 func startUp(t *testing.T, home string) *upProcess {
 	t.Helper()
+	return startUpWith(t, map[string]string{clientconfig.EnvHome: home})
+}
+
+// startUpWith is startUp with the environment vars (WARDEN_HOME among them).
+func startUpWith(t *testing.T, vars map[string]string) *upProcess {
+	t.Helper()
 	for attempt := 0; ; attempt++ {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		require.NoError(t, err)
@@ -452,7 +459,7 @@ func startUp(t *testing.T, home string) *upProcess {
 		p := &upProcess{cancel: cancel, done: make(chan int, 1), url: "http://127.0.0.1:" + strconv.Itoa(port),
 			gwURL: "http://127.0.0.1:" + strconv.Itoa(gatewayPort)}
 		go func() {
-			p.done <- cli.RunWith(ctx, env(map[string]string{clientconfig.EnvHome: home}, "", &p.out, &p.errb),
+			p.done <- cli.RunWith(ctx, env(vars, "", &p.out, &p.errb),
 				[]string{"warden", "up", "--port", strconv.Itoa(port), "--gateway-port", strconv.Itoa(gatewayPort)})
 		}()
 		err = p.waitHealthy()
@@ -549,8 +556,12 @@ func TestUp(t *testing.T) {
 	require.Equal(t, cli.ExitUnreachable, res.code, res)
 
 	// A second start on the same data keeps the key: no new bootstrap, the
-	// file is not rewritten, and the old key still works.
-	up2 := startUp(t, home)
+	// file is not rewritten, and the old key still works. It exports its
+	// traces to the collector the OpenTelemetry variables name.
+	collector := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(collector.Close)
+	up2 := startUpWith(t, map[string]string{clientconfig.EnvHome: home, "OTEL_EXPORTER_OTLP_ENDPOINT": collector.URL})
+	require.Contains(t, up2.out.String(), "  traces (OTLP/HTTP)       "+collector.URL+"/v1/traces\n")
 	require.NotContains(t, up2.out.String(), "First start")
 	again, err := os.ReadFile(cfgPath)
 	require.NoError(t, err)

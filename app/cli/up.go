@@ -19,6 +19,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/riverqueue/river"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/warden-dev/warden/app/clientconfig"
 	"github.com/warden-dev/warden/app/compile"
 	"github.com/warden-dev/warden/app/gateway"
@@ -264,6 +266,23 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		fmt.Fprintf(w, "First start: created tenant \"default\", namespace \"default\", environments dev, staging, prod.\n")
 		fmt.Fprintf(w, "Admin API key written to %s (context %q, now current).\n", clientconfig.Path(home), clientconfig.LocalContext)
 	}
+	tracer, traceEndpoint, err := otlpTracer(ctx, a.env.LookupEnv)
+	if err != nil {
+		return err
+	}
+	var tracing trace.TracerProvider // a nil *TracerProvider must not become a non-nil interface
+	if tracer != nil {
+		tracing = tracer
+		defer func() {
+			// Flush the spans still queued; a collector that is gone
+			// costs at most traceShutdownTimeout.
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), traceShutdownTimeout)
+			defer cancel()
+			if err := tracer.Shutdown(sctx); err != nil {
+				logger.Warn("flush traces", "err", err)
+			}
+		}()
+	}
 	fmt.Fprintf(w, "Warden is starting.\n")
 	fmt.Fprintf(w, "  control plane + console  %s\n", controlURL)
 	gatewayAddr, gatewayURL := server.GatewayOff, ""
@@ -278,6 +297,9 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		fmt.Fprintf(w, "  console sign-in          %s (redirect URL %s)\n", people.issuer, oidcCfg.RedirectURL)
 	} else {
 		fmt.Fprintf(w, "  console sign-in          none (local mode: use the CLI and API keys; --oidc-issuer enables it)\n")
+	}
+	if tracer != nil {
+		fmt.Fprintf(w, "  traces (OTLP/HTTP)       %s\n", traceEndpoint)
 	}
 	fmt.Fprintf(w, "Press Ctrl-C to stop.\n")
 
@@ -315,6 +337,7 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		OIDC:           oidcCfg,
 		Signup:         people.signup,
 		ChangeHistory:  changeHistory,
+		Tracer:         tracing,
 		AllowPlaintext: tlsOpts.allowPlaintext,
 		Now:            a.env.Now,
 	})
