@@ -34,6 +34,8 @@ const (
 	// that set none.
 	DefaultRESTTimeout      = 30 * time.Second
 	DefaultMaxResponseBytes = 1 << 20
+	// DefaultOSTimeout applies to OS tools that set none.
+	DefaultOSTimeout = 10 * time.Second
 )
 
 // OSRunner runs an OS tool's command in a sandbox (app/sandbox).

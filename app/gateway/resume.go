@@ -23,11 +23,8 @@ func (g *Gateway) Resume(ctx context.Context, tenant, ns, name string) error {
 	err := g.rec.do(ctx, tenant, func(ctx context.Context, tx store.Tx) error {
 		claimed = nil
 		key := resource.Key{Kind: resource.KindToolCall, Namespace: ns, Name: name}
-		tc, err := tx.ResourceGet(ctx, key)
-		if errors.Is(err, store.ErrNotFound) {
-			return nil
-		}
-		if err != nil {
+		tc, err := getIfExists(ctx, tx, key)
+		if err != nil || tc == nil {
 			return err
 		}
 		ap, _ := tc.Spec["approval"].(map[string]any)
@@ -75,9 +72,19 @@ func (g *Gateway) Resume(ctx context.Context, tenant, ns, name string) error {
 	return err
 }
 
+// getIfExists reads key in tx; nil when there is no such resource.
+func getIfExists(ctx context.Context, tx store.Reader, key resource.Key) (*resource.Object, error) {
+	obj, err := tx.ResourceGet(ctx, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	return obj, err
+}
+
 // Sweep schedules, for every tenant, the resumption of approved calls that
-// never ran (a crash between the decision and the job insert) and the
-// expiry of pending approvals. Run it once at start-up, after the Queue
+// never ran (a crash between the decision and the job insert), the expiry
+// of pending approvals, and the end of calls a stopped gateway left
+// Running (finishInterrupted). Run it once at start-up, after the Queue
 // works.
 func (g *Gateway) Sweep(ctx context.Context) error {
 	tenants, err := g.st.TenantList(ctx)
@@ -85,7 +92,7 @@ func (g *Gateway) Sweep(ctx context.Context) error {
 		return errorf("sweep: list tenants: %w", err)
 	}
 	for _, t := range tenants {
-		var calls, approvals []*resource.Object
+		var calls, running, approvals []*resource.Object
 		err := g.st.View(ctx, t.ID, func(ctx context.Context, r store.Reader) error {
 			sel, err := resource.ParseSelector("status.phase=" + PhaseAwaitingApproval)
 			if err != nil {
@@ -96,6 +103,12 @@ func (g *Gateway) Sweep(ctx context.Context) error {
 				return err
 			}
 			calls = res
+			if sel, err = resource.ParseSelector("status.phase=" + PhaseRunning); err != nil {
+				return err
+			}
+			if running, err = store.ListAll(ctx, r, resource.KindToolCall, sel); err != nil {
+				return err
+			}
 			sel, err = resource.ParseSelector("status.status=" + ApprovalPending)
 			if err != nil {
 				return err
@@ -110,6 +123,11 @@ func (g *Gateway) Sweep(ctx context.Context) error {
 			ap, _ := c.Spec["approval"].(map[string]any)
 			if st, _ := ap["status"].(string); st == ApprovalApproved || st == ApprovalOverridden {
 				g.scheduleResume(ctx, t.ID, c.Metadata.Namespace, c.Metadata.Name)
+			}
+		}
+		for _, c := range running {
+			if err := g.finishInterrupted(ctx, t.ID, c); err != nil {
+				return errorf("sweep: interrupted call %s: %w", c.Metadata.Name, err)
 			}
 		}
 		if g.cfg.Queue == nil {

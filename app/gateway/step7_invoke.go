@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/warden-dev/warden/app/apierr"
 	"github.com/warden-dev/warden/app/policy"
@@ -75,12 +74,7 @@ func (c *call) invokeREST(ctx context.Context) (*result, error) {
 	if rs == nil || rs.URL == "" {
 		return &result{failure: apierr.New(apierr.CodeUnavailable, "tool %q has no spec.rest.url", c.req.Tool), cost: -1}, nil
 	}
-	timeout := DefaultRESTTimeout
-	if rs.Timeout != "" {
-		if d, err := time.ParseDuration(rs.Timeout); err == nil && d > 0 {
-			timeout = d
-		}
-	}
+	timeout := restTimeout(rs)
 	maxBytes := int64(DefaultMaxResponseBytes)
 	if rs.MaxResponseBytes > 0 {
 		maxBytes = rs.MaxResponseBytes
@@ -226,12 +220,7 @@ func (c *call) invokeOS(ctx context.Context) (*result, error) {
 	if err != nil {
 		return nil, errorf("encode input: %w", err)
 	}
-	timeout := 10 * time.Second
-	if spec.Timeout != "" {
-		if d, err := time.ParseDuration(spec.Timeout); err == nil && d > 0 {
-			timeout = d
-		}
-	}
+	timeout := osTimeout(spec)
 	maxOut := int64(DefaultMaxResponseBytes)
 	if s := c.tool.spec.Safety; s != nil && s.MaxOutputBytes > 0 {
 		maxOut = s.MaxOutputBytes
