@@ -215,7 +215,7 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	g.aos = h
 	g.catalog = newCatalog(cfg.Store, cfg.Policies, cfg.Logger)
-	g.rec = newRecorder(base, cfg.Store, cfg.RecordWorkers)
+	g.rec = newRecorder(cfg.Store, cfg.RecordWorkers)
 	g.stop = append(g.stop,
 		cfg.Store.ListenConfig(g.catalog.invalidate),
 		cfg.Store.Listen(g.waiters.wakeTenant),
@@ -223,7 +223,10 @@ func New(cfg Config) (*Gateway, error) {
 	return g, nil
 }
 
-// Close stops the gateway's background work. Calls in flight finish.
+// Close stops the gateway's background work: the recorder commits what is
+// queued and refuses later writes. Call it once no request can reach the
+// gateway any more (server.Server drains its listeners first), so that the
+// calls in flight have recorded their results.
 func (g *Gateway) Close() {
 	for _, stop := range g.stop {
 		stop()

@@ -54,8 +54,12 @@ type recorder struct {
 	// names (tests change them).
 	groupMin, groupShare int
 	groupWait            time.Duration
-	base                 context.Context
-	wg                   sync.WaitGroup
+	// stop is closed by close: the writers drain their queues and end.
+	stop chan struct{}
+	// mu orders enqueue (read) with close (write); closed refuses writes.
+	mu     sync.RWMutex
+	closed bool
+	wg     sync.WaitGroup
 	// syncs are the batches committed and waiting to be durable.
 	syncs sync.WaitGroup
 }
@@ -78,8 +82,8 @@ type itemError struct {
 
 func (e *itemError) Error() string { return e.err.Error() }
 
-func newRecorder(base context.Context, st store.Store, workers int) *recorder {
-	r := &recorder{st: st, base: base, inflight: make([]atomic.Int64, workers),
+func newRecorder(st store.Store, workers int) *recorder {
+	r := &recorder{st: st, stop: make(chan struct{}), inflight: make([]atomic.Int64, workers),
 		groupMin: groupMin, groupShare: groupShare, groupWait: groupWait}
 	for i := range workers {
 		ch := make(chan *write, 4096)
@@ -132,16 +136,31 @@ func (r *recorder) call(ctx context.Context, tenant string, cw *store.CallWrite)
 	return r.enqueue(&write{ctx: context.WithoutCancel(ctx), tenant: tenant, cw: cw, done: make(chan error, 1)})
 }
 
+// enqueue hands w to its writer and waits for the outcome. The read lock
+// orders it with close: a write is either queued before the writers are
+// told to stop (and they drain it) or refused.
 func (r *recorder) enqueue(w *write) error {
-	select {
-	case r.shards[shard(w.tenant, len(r.shards))] <- w:
-	case <-r.base.Done():
+	r.mu.RLock()
+	if r.closed {
+		r.mu.RUnlock()
 		return errors.New("gateway: shutting down")
 	}
+	// Never blocks for long: the writers run until close, which waits
+	// for this lock.
+	r.shards[shard(w.tenant, len(r.shards))] <- w
+	r.mu.RUnlock()
 	return <-w.done
 }
 
+// close refuses new writes, lets the writers commit what is queued, and
+// waits for them and for the flushes still pending.
 func (r *recorder) close() {
+	r.mu.Lock()
+	if !r.closed {
+		r.closed = true
+		close(r.stop)
+	}
+	r.mu.Unlock()
 	r.wg.Wait()
 	r.syncs.Wait()
 }
@@ -161,7 +180,7 @@ func (r *recorder) run(ch chan *write, inflight *atomic.Int64) {
 		var first *write
 		select {
 		case first = <-ch:
-		case <-r.base.Done():
+		case <-r.stop:
 			// Drain what was queued before the shutdown.
 			for {
 				select {
@@ -202,7 +221,7 @@ func (r *recorder) gather(ch chan *write, batch []*write, want int) []*write {
 			batch = append(batch, w)
 		case <-t.C:
 			return batch
-		case <-r.base.Done():
+		case <-r.stop:
 			return batch
 		}
 	}

@@ -41,14 +41,12 @@ func (s *countingStore) sizes() []int {
 // shows as a hang, not as a slower pass.
 func newTestRecorder(t *testing.T) (*recorder, *countingStore) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	st, err := backend.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "warden.db"), backend.Options{})
+	st, err := backend.Open(context.Background(), "sqlite://"+filepath.Join(t.TempDir(), "warden.db"), backend.Options{})
 	require.NoError(t, err)
 	cs := &countingStore{Store: st}
-	r := newRecorder(ctx, cs, 1)
+	r := newRecorder(cs, 1)
 	r.groupWait = time.Minute
 	t.Cleanup(func() {
-		cancel()
 		r.close()
 		_ = st.Close()
 	})
@@ -128,11 +126,10 @@ func TestRecorderCountsOnlyCallsInFlight(t *testing.T) {
 
 func TestRecorderGatherEndsAtShutdown(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithCancel(context.Background())
-	st, err := backend.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "warden.db"), backend.Options{})
+	st, err := backend.Open(context.Background(), "sqlite://"+filepath.Join(t.TempDir(), "warden.db"), backend.Options{})
 	require.NoError(t, err)
 	defer func() { _ = st.Close() }()
-	r := newRecorder(ctx, st, 1)
+	r := newRecorder(st, 1)
 	r.groupWait = time.Hour
 	for range 16 {
 		r.mark("acme")
@@ -142,7 +139,11 @@ func TestRecorderGatherEndsAtShutdown(t *testing.T) {
 	// The writer takes the write and waits for seven more that never
 	// come, until the gateway shuts down: then it commits what it has.
 	require.Eventually(t, func() bool { return len(r.shards[0]) == 0 }, 30*time.Second, time.Millisecond)
-	cancel()
+	closed := make(chan struct{})
+	go func() {
+		r.close()
+		close(closed)
+	}()
 	select {
 	case err := <-w.done:
 		require.NoError(t, err)
@@ -150,5 +151,7 @@ func TestRecorderGatherEndsAtShutdown(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the write was not committed at shutdown")
 	}
-	r.close()
+	<-closed
+	// After close, writes are refused instead of waiting for ever.
+	require.ErrorContains(t, r.call(context.Background(), "acme", eventWrite(2)), "shutting down")
 }

@@ -322,17 +322,26 @@ func (s *Server) Bus() *events.Bus { return s.bus }
 
 // Serve serves on ln until ctx is cancelled, then shuts down gracefully.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	err := s.serveControl(ctx, ln)
+	s.closeGateway()
+	return err
+}
+
+// serveControl serves the control plane until ctx ends or the listener
+// fails, then ends the watch streams and lets the other requests finish
+// (10 s at most).
+func (s *Server) serveControl(ctx context.Context, ln net.Listener) error {
 	errc := make(chan error, 1)
 	go func() { errc <- s.app.Listener(ln) }()
 	go s.rotateSigningKeys(s.base)
 	go s.retain(s.base, s.cfg.ChangeHistory)
 	select {
 	case err := <-errc:
-		s.close()
+		s.stopBackground()
 		return err
 	case <-ctx.Done():
 	}
-	s.close()
+	s.stopBackground()
 	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := s.app.ShutdownWithContext(shutdown); err != nil {
@@ -341,9 +350,16 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return <-errc
 }
 
-func (s *Server) close() {
+// stopBackground stops the background loops and ends the watch streams
+// (which would otherwise hold the shutdown for its whole timeout).
+func (s *Server) stopBackground() {
 	s.cancel()
 	s.hub.Close()
+}
+
+// closeGateway stops the gateway's background work once no request can
+// reach it any more: the calls in flight have recorded their results.
+func (s *Server) closeGateway() {
 	if s.gateway != nil {
 		s.gateway.Close()
 	}
@@ -401,9 +417,13 @@ func (s *Server) ServeAll(ctx context.Context, ln, gln net.Listener) error {
 		gerr <- s.gateway.Serve(ctx, gln)
 		cancel()
 	}()
-	err := s.Serve(ctx, ln)
+	err := s.serveControl(ctx, ln)
 	cancel()
-	if e := <-gerr; err == nil && e != nil {
+	// The gateway's listener is drained (its calls in flight finished)
+	// before its recorder stops.
+	e := <-gerr
+	s.closeGateway()
+	if err == nil && e != nil {
 		err = fmt.Errorf("tool gateway: %w", e)
 	}
 	return err
