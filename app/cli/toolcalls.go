@@ -21,8 +21,8 @@ import (
 
 // phases are the ToolCall phases, in lifecycle order.
 var phases = []string{
-	client.PhasePending, client.PhaseAwaitingApproval, client.PhaseRunning, client.PhaseSucceeded,
-	client.PhaseFailed, client.PhaseDenied, client.PhaseCancelled, client.PhaseExpired,
+	resource.ToolCallPending, resource.ToolCallAwaitingApproval, resource.ToolCallRunning, resource.ToolCallSucceeded,
+	resource.ToolCallFailed, resource.ToolCallDenied, resource.ToolCallCancelled, resource.ToolCallExpired,
 }
 
 // recordFilters are get's filters for the runtime records the tool
@@ -459,14 +459,14 @@ func aggregate(items []*resource.Object, perAgent bool) ([]toolStats, error) {
 		r := &rows[i]
 		r.Calls++
 		switch tc.Status.Phase {
-		case client.PhaseSucceeded:
+		case resource.ToolCallSucceeded:
 			r.Succeeded++
-		case client.PhaseFailed:
+		case resource.ToolCallFailed:
 			r.Failed++
-		case client.PhaseDenied:
+		case resource.ToolCallDenied:
 			r.Denied++
 		}
-		if d, ok := tc.Duration(); ok && (tc.Status.Phase == client.PhaseSucceeded || tc.Status.Phase == client.PhaseFailed) {
+		if d, ok := tc.Duration(); ok && (tc.Status.Phase == resource.ToolCallSucceeded || tc.Status.Phase == resource.ToolCallFailed) {
 			r.latencies = append(r.latencies, d)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	sdkresource "go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // The OpenTelemetry environment variables up reads (the names every OTel
@@ -28,24 +29,25 @@ const (
 const traceShutdownTimeout = 5 * time.Second
 
 // otlpTracer returns a tracer provider that batches spans to an OTLP/HTTP
-// collector when OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (the full URL) or
+// collector, the function that flushes and stops it, and the endpoint to
+// print, when OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (the full URL) or
 // OTEL_EXPORTER_OTLP_ENDPOINT (a base URL, to which /v1/traces is added)
 // is set, with the headers of OTEL_EXPORTER_OTLP_(TRACES_)HEADERS
-// ("k=v,k2=v2", values URL-encoded), and the endpoint to print. Neither
-// set: nil, and the gateway records no traces. The variables are read
+// ("k=v,k2=v2", values URL-encoded). Neither set: all nil, and the gateway
+// records no traces. The variables are read
 // through lookup so that tests set them without touching the process.
-func otlpTracer(ctx context.Context, lookup func(string) (string, bool)) (*sdktrace.TracerProvider, string, error) {
+func otlpTracer(ctx context.Context, lookup func(string) (string, bool)) (tp trace.TracerProvider, shutdown func(context.Context) error, endpoint string, err error) {
 	endpoint, ok := lookup(envOTLPTracesEndpoint)
 	if !ok || endpoint == "" {
 		base, ok := lookup(envOTLPEndpoint)
 		if !ok || base == "" {
-			return nil, "", nil
+			return nil, nil, "", nil
 		}
 		endpoint = strings.TrimSuffix(base, "/") + "/v1/traces"
 	}
 	u, err := url.Parse(endpoint)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, "", fmt.Errorf("OTLP traces endpoint %q must be an http(s) URL", endpoint)
+		return nil, nil, "", fmt.Errorf("OTLP traces endpoint %q must be an http(s) URL", endpoint)
 	}
 	raw, ok := lookup(envOTLPTracesHeaders)
 	if !ok || raw == "" {
@@ -53,23 +55,23 @@ func otlpTracer(ctx context.Context, lookup func(string) (string, bool)) (*sdktr
 	}
 	headers, err := parseOTLPHeaders(raw)
 	if err != nil {
-		return nil, "", err
+		return nil, nil, "", err
 	}
 	exporter, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(endpoint), otlptracehttp.WithHeaders(headers))
 	if err != nil {
-		return nil, "", fmt.Errorf("OTLP trace exporter: %w", err)
+		return nil, nil, "", fmt.Errorf("OTLP trace exporter: %w", err)
 	}
 	service, ok := lookup(envServiceName)
 	if !ok || service == "" {
 		service = "warden"
 	}
-	tp := sdktrace.NewTracerProvider(
+	sdk := sdktrace.NewTracerProvider(
 		sdktrace.WithBatcher(exporter),
 		sdktrace.WithResource(sdkresource.NewSchemaless(attribute.String("service.name", service))),
 	)
 	// Print where the spans go, never the credentials a URL may carry.
 	u.User = nil
-	return tp, u.String(), nil
+	return sdk, sdk.Shutdown, u.String(), nil
 }
 
 // parseOTLPHeaders reads the OTel headers format: comma-separated

@@ -55,14 +55,14 @@ func TestOTLPTracerExports(t *testing.T) {
 	}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	ctx := context.Background()
-	tp, endpoint, err := otlpTracer(ctx, lookup)
+	tp, shutdown, endpoint, err := otlpTracer(ctx, lookup)
 	require.NoError(t, err)
 	require.Equal(t, srv.URL+"/v1/traces", endpoint)
 
 	_, span := tp.Tracer("test").Start(ctx, "warden.toolcall", trace.WithSpanKind(trace.SpanKindServer))
 	span.AddEvent("toolCallRequest")
 	span.End()
-	require.NoError(t, tp.Shutdown(ctx)) // flushes the batch
+	require.NoError(t, shutdown(ctx)) // flushes the batch
 
 	col.mu.Lock()
 	defer col.mu.Unlock()
@@ -100,7 +100,7 @@ func TestOTLPTracerConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			tp, endpoint, err := otlpTracer(context.Background(), func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok })
+			tp, shutdown, endpoint, err := otlpTracer(context.Background(), func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok })
 			if tt.err != "" {
 				require.ErrorContains(t, err, tt.err)
 				return
@@ -111,7 +111,8 @@ func TestOTLPTracerConfig(t *testing.T) {
 				require.Nil(t, tp)
 				return
 			}
-			require.NoError(t, tp.Shutdown(context.Background()))
+			require.NotNil(t, tp)
+			require.NoError(t, shutdown(context.Background()))
 		})
 	}
 }

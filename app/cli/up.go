@@ -19,7 +19,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/riverqueue/river"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/warden-dev/warden/app/clientconfig"
 	"github.com/warden-dev/warden/app/compile"
@@ -266,19 +265,17 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		fmt.Fprintf(w, "First start: created tenant \"default\", namespace \"default\", environments dev, staging, prod.\n")
 		fmt.Fprintf(w, "Admin API key written to %s (context %q, now current).\n", clientconfig.Path(home), clientconfig.LocalContext)
 	}
-	tracer, traceEndpoint, err := otlpTracer(ctx, a.env.LookupEnv)
+	tracer, stopTracer, traceEndpoint, err := otlpTracer(ctx, a.env.LookupEnv)
 	if err != nil {
 		return err
 	}
-	var tracing trace.TracerProvider // a nil *TracerProvider must not become a non-nil interface
-	if tracer != nil {
-		tracing = tracer
+	if stopTracer != nil {
 		defer func() {
 			// Flush the spans still queued; a collector that is gone
 			// costs at most traceShutdownTimeout.
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), traceShutdownTimeout)
 			defer cancel()
-			if err := tracer.Shutdown(sctx); err != nil {
+			if err := stopTracer(sctx); err != nil {
 				logger.Warn("flush traces", "err", err)
 			}
 		}()
@@ -337,7 +334,7 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		OIDC:           oidcCfg,
 		Signup:         people.signup,
 		ChangeHistory:  changeHistory,
-		Tracer:         tracing,
+		Tracer:         tracer,
 		AllowPlaintext: tlsOpts.allowPlaintext,
 		Now:            a.env.Now,
 	})

@@ -12,19 +12,6 @@ import (
 	"github.com/warden-dev/warden/app/resource"
 )
 
-// ToolCall phases (DESIGN.md): Pending → [AwaitingApproval] → Running →
-// Succeeded | Failed, or Denied, Cancelled, Expired.
-const (
-	PhasePending          = resource.ToolCallPending
-	PhaseAwaitingApproval = resource.ToolCallAwaitingApproval
-	PhaseRunning          = resource.ToolCallRunning
-	PhaseSucceeded        = resource.ToolCallSucceeded
-	PhaseFailed           = resource.ToolCallFailed
-	PhaseDenied           = resource.ToolCallDenied
-	PhaseCancelled        = resource.ToolCallCancelled
-	PhaseExpired          = resource.ToolCallExpired
-)
-
 // ToolCallListOptions filters a list of tool calls. Empty fields do not
 // filter.
 type ToolCallListOptions struct {

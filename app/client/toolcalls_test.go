@@ -31,7 +31,7 @@ func TestToolCallAndApprovalRequests(t *testing.T) {
 		{
 			name: "tool call list with every filter",
 			call: func(ctx context.Context, c *Client) error {
-				_, err := c.ToolCallList(ctx, "support", ToolCallListOptions{Agent: "bot", Tool: "payments.refund", Phase: PhaseFailed, Since: "1h", Selector: "team=a", Limit: 5, Continue: "x"})
+				_, err := c.ToolCallList(ctx, "support", ToolCallListOptions{Agent: "bot", Tool: "payments.refund", Phase: resource.ToolCallFailed, Since: "1h", Selector: "team=a", Limit: 5, Continue: "x"})
 				return err
 			},
 			want: seen{method: "GET", path: "/v1/namespaces/support/toolcalls", query: "agent=bot&continue=x&labelSelector=team%3Da&limit=5&phase=Failed&since=1h&tool=payments.refund"},
@@ -172,7 +172,7 @@ func TestDecodeToolCall(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, 1250*time.Millisecond, d)
 
-	o.Status = map[string]any{"phase": PhaseAwaitingApproval}
+	o.Status = map[string]any{"phase": resource.ToolCallAwaitingApproval}
 	tc, err = DecodeToolCall(&o)
 	require.NoError(t, err)
 	require.False(t, tc.Finished())

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/warden-dev/warden/app/apierr"
-	"github.com/warden-dev/warden/app/auth"
 	"github.com/warden-dev/warden/app/events"
 	"github.com/warden-dev/warden/app/resource"
 	"github.com/warden-dev/warden/app/store"
@@ -60,7 +59,7 @@ func osTimeout(spec *resource.ToolOS) time.Duration {
 // since) gets the longest limit of any source.
 func runLimit(te *toolEntry, known bool) (time.Duration, bool) {
 	if !known {
-		return max(mcpRunLimit, DefaultRESTTimeout, DefaultOSTimeout), true
+		return mcpRunLimit, true // the longest of any source
 	}
 	switch te.spec.Source {
 	case resource.ToolSourceREST:
@@ -128,7 +127,6 @@ func (g *Gateway) finishInterrupted(ctx context.Context, tenant string, obj *res
 func (g *Gateway) finishIfRunning(ctx context.Context, tenant, ns, name, startedAt string) error {
 	var evs []events.Event
 	var finished *resource.Object
-	var c *call
 	err := g.rec.do(ctx, tenant, func(ctx context.Context, tx store.Tx) error {
 		evs, finished = nil, nil
 		key := resource.Key{Kind: resource.KindToolCall, Namespace: ns, Name: name}
@@ -146,10 +144,8 @@ func (g *Gateway) finishIfRunning(ctx context.Context, tenant, ns, name, started
 		if err != nil {
 			return err
 		}
-		p := auth.Principal{Tenant: tenant, Namespace: ns, Agent: v.Spec.AgentRef.Name, Kind: auth.KindAgent,
-			Subject: "agent:" + ns + "/" + v.Spec.AgentRef.Name, Environment: tc.Metadata.Annotations[AnnotationEnvironment]}
-		c = &call{g: g, p: p, now: g.now().UTC(), name: name, obj: tc, key: v.Spec.SideEffects.IdempotencyKey,
-			req: CallRequest{Tool: v.Spec.ToolRef.Name}}
+		c := &call{g: g, p: recordAgent(tenant, tc, v), now: g.now().UTC(), name: name, obj: tc,
+			key: v.Spec.SideEffects.IdempotencyKey, req: CallRequest{Tool: v.Spec.ToolRef.Name}}
 		failure := apierr.New(apierr.CodeUnavailable,
 			"the gateway stopped while tool %q ran (started %s); whether the tool acted is unknown: check before retrying (a retry sends the same Idempotency-Key)",
 			v.Spec.ToolRef.Name, startedAt)
@@ -168,7 +164,7 @@ func (g *Gateway) finishIfRunning(ctx context.Context, tenant, ns, name, started
 			return err
 		}
 		w := &txWriter{c: c, tx: tx}
-		w.event(ctx, events.ToolCallCompleted, map[string]any{"tool": c.req.Tool, "agent": p.Agent, "phase": PhaseFailed,
+		w.event(ctx, events.ToolCallCompleted, map[string]any{"tool": c.req.Tool, "agent": c.p.Agent, "phase": PhaseFailed,
 			"code": failure.Code, "interrupted": true})
 		evs = w.evs
 		return w.err

@@ -54,14 +54,12 @@ func (g *Gateway) Resume(ctx context.Context, tenant, ns, name string) error {
 	ctx, span := g.tracer.Start(ctx, "warden.toolcall.resume", trace.WithAttributes(
 		attribute.String("warden.toolcall", name), attribute.String("warden.tool", v.Spec.ToolRef.Name)))
 	defer span.End()
-	p := auth.Principal{Tenant: tenant, Namespace: ns, Agent: v.Spec.AgentRef.Name, Kind: auth.KindAgent,
-		Subject: "agent:" + ns + "/" + v.Spec.AgentRef.Name, Environment: claimed.Metadata.Annotations[AnnotationEnvironment]}
-	c, available, err := g.callFromRecord(ctx, p, claimed, v, span)
+	c, available, err := g.callFromRecord(ctx, recordAgent(tenant, claimed, v), claimed, v, span)
 	if err != nil {
 		return err
 	}
 	if !available {
-		res := &result{failure: apierr.New(apierr.CodeUnavailable, "tool %q or agent %q no longer exists, so the approved call cannot run", c.req.Tool, p.Agent), cost: -1}
+		res := &result{failure: apierr.New(apierr.CodeUnavailable, "tool %q or agent %q no longer exists, so the approved call cannot run", c.req.Tool, c.p.Agent), cost: -1}
 		return c.finish(ctx, res)
 	}
 	_, err = g.execute(ctx, c)
@@ -70,6 +68,15 @@ func (g *Gateway) Resume(ctx context.Context, tenant, ns, name string) error {
 		return nil
 	}
 	return err
+}
+
+// recordAgent is the agent a ToolCall record was made for, as the
+// principal of work the gateway does for it on its own (resumption, the
+// end of an interrupted call).
+func recordAgent(tenant string, obj *resource.Object, v *View) auth.Principal {
+	ns := obj.Metadata.Namespace
+	return auth.Principal{Tenant: tenant, Namespace: ns, Agent: v.Spec.AgentRef.Name, Kind: auth.KindAgent,
+		Subject: "agent:" + ns + "/" + v.Spec.AgentRef.Name, Environment: obj.Metadata.Annotations[AnnotationEnvironment]}
 }
 
 // getIfExists reads key in tx; nil when there is no such resource.

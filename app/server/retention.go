@@ -32,23 +32,32 @@ const retainEvery = 10 * time.Second
 // it: a compaction takes the tenant's lock and moves the floor only up, and
 // a sweep deletes only what no call can use.
 func (s *Server) retain(ctx context.Context, keep int) {
-	t := time.NewTicker(retainEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if keep > 0 {
-				if err := CompactChanges(ctx, s.store, keep); err != nil && ctx.Err() == nil {
-					s.log.WarnContext(ctx, "compact change logs", "err", err)
-				}
-			}
-			if err := SweepGateway(ctx, s.store, s.cfg.Now()); err != nil && ctx.Err() == nil {
-				s.log.WarnContext(ctx, "sweep idempotency claims and usage counters", "err", err)
+	every(ctx, retainEvery, func() {
+		if keep > 0 {
+			if err := CompactChanges(ctx, s.store, keep); err != nil && ctx.Err() == nil {
+				s.log.WarnContext(ctx, "compact change logs", "err", err)
 			}
 		}
+		if err := SweepGateway(ctx, s.store, s.cfg.Now()); err != nil && ctx.Err() == nil {
+			s.log.WarnContext(ctx, "sweep idempotency claims and usage counters", "err", err)
+		}
+	})
+}
+
+// forEachTenant calls fn for every tenant, goes on past a tenant fn fails
+// for, and reports every failure.
+func forEachTenant(ctx context.Context, st store.Store, fn func(tenant string) error) error {
+	tenants, err := st.TenantList(ctx)
+	if err != nil {
+		return fmt.Errorf("list tenants: %w", err)
 	}
+	var errs []error
+	for _, t := range tenants {
+		if err := fn(t.ID); err != nil {
+			errs = append(errs, fmt.Errorf("tenant %s: %w", t.ID, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // sweepMargin is kept beyond the longest window a tenant's policies set:
@@ -61,20 +70,9 @@ const sweepMargin = time.Hour
 // longer ago than the longest idempotency window of the tenant's policies
 // (plus sweepMargin), released or not, and counters of windows that started
 // longer ago than the longest limit window (plus sweepMargin). Claims go
-// oldest first, store.CompactChunk a transaction. It goes on past a tenant it cannot
-// sweep and reports every failure.
+// oldest first, store.CompactChunk a transaction (forEachTenant).
 func SweepGateway(ctx context.Context, st store.Store, now time.Time) error {
-	tenants, err := st.TenantList(ctx)
-	if err != nil {
-		return fmt.Errorf("list tenants: %w", err)
-	}
-	var errs []error
-	for _, t := range tenants {
-		if err := sweepTenant(ctx, st, t.ID, now); err != nil {
-			errs = append(errs, fmt.Errorf("tenant %s: %w", t.ID, err))
-		}
-	}
-	return errors.Join(errs...)
+	return forEachTenant(ctx, st, func(tenant string) error { return sweepTenant(ctx, st, tenant, now) })
 }
 
 func sweepTenant(ctx context.Context, st store.Store, tenant string, now time.Time) error {
@@ -88,18 +86,11 @@ func sweepTenant(ctx context.Context, st store.Store, tenant string, now time.Ti
 	}
 	idempotency, limit := policy.Windows(policies)
 	claimsBefore, countersBefore := now.Add(-idempotency-sweepMargin), now.Add(-limit-sweepMargin)
-	for {
-		deleted := 0
-		if err := st.Update(ctx, tenant, func(ctx context.Context, tx store.Tx) error {
-			var err error
-			deleted, err = tx.IdempotencySweep(ctx, claimsBefore, store.CompactChunk)
-			return err
-		}); err != nil {
-			return err
-		}
-		if deleted < store.CompactChunk {
-			break
-		}
+	if err := store.UpdateUntilDone(ctx, st.Update, tenant, func(ctx context.Context, tx store.Tx) (bool, error) {
+		deleted, err := tx.IdempotencySweep(ctx, claimsBefore, store.CompactChunk)
+		return deleted < store.CompactChunk, err
+	}); err != nil {
+		return err
 	}
 	return st.Update(ctx, tenant, func(ctx context.Context, tx store.Tx) error {
 		_, err := tx.UsageSweep(ctx, countersBefore)
@@ -108,18 +99,7 @@ func sweepTenant(ctx context.Context, st store.Store, tenant string, now time.Ti
 }
 
 // CompactChanges drops, for every tenant, the change-log entries more than
-// keep entries behind its newest. It goes on past a tenant it cannot
-// compact and reports every failure.
+// keep entries behind its newest (forEachTenant).
 func CompactChanges(ctx context.Context, st store.Store, keep int) error {
-	tenants, err := st.TenantList(ctx)
-	if err != nil {
-		return fmt.Errorf("list tenants: %w", err)
-	}
-	var errs []error
-	for _, t := range tenants {
-		if err := st.ChangesCompact(ctx, t.ID, keep); err != nil {
-			errs = append(errs, fmt.Errorf("tenant %s: %w", t.ID, err))
-		}
-	}
-	return errors.Join(errs...)
+	return forEachTenant(ctx, st, func(tenant string) error { return st.ChangesCompact(ctx, tenant, keep) })
 }

@@ -15,18 +15,25 @@ const keyRotationCheck = 10 * time.Minute
 // the retired key keep verifying for the verify window, so rotation never
 // breaks a live token.
 func (s *Server) rotateSigningKeys(ctx context.Context) {
-	t := time.NewTicker(keyRotationCheck)
+	every(ctx, keyRotationCheck, func() {
+		if rotated, err := s.issuer.RotateIfDue(ctx); err != nil {
+			s.log.WarnContext(ctx, "rotate workload signing key", "err", err)
+		} else if rotated {
+			s.log.InfoContext(ctx, "rotated workload signing key")
+		}
+	})
+}
+
+// every calls fn every d until ctx ends.
+func every(ctx context.Context, d time.Duration, fn func()) {
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if rotated, err := s.issuer.RotateIfDue(ctx); err != nil {
-				s.log.WarnContext(ctx, "rotate workload signing key", "err", err)
-			} else if rotated {
-				s.log.InfoContext(ctx, "rotated workload signing key")
-			}
+			fn()
 		}
 	}
 }

@@ -14,6 +14,24 @@ import (
 // chunk, not for the whole compaction.
 const CompactChunk = 1000
 
+// UpdateUntilDone runs step in one transaction of tenant after another
+// (through update, a Store's Update) until step reports done: long work,
+// such as a compaction, goes in short transactions, and the tenant's other
+// writes wait for one of them at most.
+func UpdateUntilDone(ctx context.Context, update func(context.Context, string, func(context.Context, Tx) error) error,
+	tenant string, step func(ctx context.Context, tx Tx) (done bool, err error)) error {
+	for {
+		done := false
+		if err := update(ctx, tenant, func(ctx context.Context, tx Tx) error {
+			var err error
+			done, err = step(ctx, tx)
+			return err
+		}); err != nil || done {
+			return err
+		}
+	}
+}
+
 // Store is the storage interface of Warden. Every method that touches tenant
 // data is scoped to exactly one tenant; a driver must refuse an empty tenant
 // with ErrNoTenant. The Postgres driver additionally enforces the scope with

@@ -139,28 +139,26 @@ func (t *writeTx) IdempotencySweep(ctx context.Context, before time.Time, limit 
 	if limit <= 0 {
 		return 0, fmt.Errorf("idempotency sweep: limit must be positive, got %d", limit)
 	}
-	res, err := t.q.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE tenant_id = ? AND (namespace, key) IN (
+	return t.deleted(ctx, "idempotency sweep", `DELETE FROM idempotency_keys WHERE tenant_id = ? AND (namespace, key) IN (
 		SELECT namespace, key FROM idempotency_keys WHERE tenant_id = ? AND claimed_at < ? ORDER BY claimed_at LIMIT ?)`,
 		t.tenant, t.tenant, before.UnixMicro(), limit)
-	if err != nil {
-		return 0, fmt.Errorf("idempotency sweep: %w", err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return 0, fmt.Errorf("idempotency sweep: %w", err)
-	}
-	return int(n), nil
 }
 
 // UsageSweep deletes the counters of windows that started before before.
 func (t *writeTx) UsageSweep(ctx context.Context, before time.Time) (int, error) {
-	res, err := t.q.ExecContext(ctx, `DELETE FROM usage_counters WHERE tenant_id = ? AND window_start < ?`, t.tenant, before.UnixMicro())
+	return t.deleted(ctx, "usage sweep", `DELETE FROM usage_counters WHERE tenant_id = ? AND window_start < ?`, t.tenant, before.UnixMicro())
+}
+
+// deleted runs a DELETE and returns how many rows it deleted; what names it
+// in errors.
+func (t *writeTx) deleted(ctx context.Context, what, query string, args ...any) (int, error) {
+	res, err := t.q.ExecContext(ctx, query, args...)
 	if err != nil {
-		return 0, fmt.Errorf("usage sweep: %w", err)
+		return 0, fmt.Errorf("%s: %w", what, err)
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
-		return 0, fmt.Errorf("usage sweep: %w", err)
+		return 0, fmt.Errorf("%s: %w", what, err)
 	}
 	return int(n), nil
 }

@@ -440,17 +440,10 @@ func (s *Store) ChangesCompact(ctx context.Context, tenant string, keep int) err
 		return fmt.Errorf("sqlite: compact: keep must not be negative, got %d", keep)
 	}
 	target := int64(-1)
-	for {
-		done := false
-		err := s.Update(ctx, tenant, func(ctx context.Context, t store.Tx) error {
-			var err error
-			target, done, err = t.(*writeTx).compact(ctx, keep, target)
-			return err
-		})
-		if err != nil || done {
-			return err
-		}
-	}
+	return store.UpdateUntilDone(ctx, s.Update, tenant, func(ctx context.Context, t store.Tx) (done bool, err error) {
+		target, done, err = t.(*writeTx).compact(ctx, keep, target)
+		return done, err
+	})
 }
 
 // APIKeyLookup finds a non-revoked API key by the hash of its secret, across
