@@ -25,6 +25,8 @@ import (
 	"syscall"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
 	"github.com/warden-dev/warden/app/server"
 	"github.com/warden-dev/warden/app/store/backend"
 	"github.com/warden-dev/warden/app/workload"
@@ -48,6 +50,10 @@ type Options struct {
 	// CPUProfile, when set, is where a CPU profile of the gateway's
 	// saturation phase is written.
 	CPUProfile string
+	// Steps, when set, traces every governed call and prints the p50,
+	// p99 and maximum duration of each step of the gateway's fixed-rate
+	// phase (tracing costs a little: compare builds without it).
+	Steps bool
 }
 
 // WithDefaults fills in the defaults: 1000 calls/s, 10s, 64 callers, 20
@@ -124,7 +130,15 @@ func RunGateway(ctx context.Context, o Options, w io.Writer) ([]Result, error) {
 		// was used before, and its records would mix with the benchmark's.
 		return nil, errors.New("bench: the store already holds a Warden installation; give the benchmark a fresh database of its own")
 	}
-	srv, err := server.New(server.Config{Store: st, Logger: slog.New(slog.DiscardHandler)})
+	cfg := server.Config{Store: st, Logger: slog.New(slog.DiscardHandler)}
+	var steps *stepTimes
+	if o.Steps {
+		steps = newStepTimes()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(steps))
+		defer func() { _ = tp.Shutdown(context.WithoutCancel(ctx)) }()
+		cfg.Tracer = tp
+	}
+	srv, err := server.New(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -182,7 +196,14 @@ func RunGateway(ctx context.Context, o Options, w io.Writer) ([]Result, error) {
 		var r Result
 		cpu := processCPU()
 		if ph.rate {
+			traced := steps != nil && ph.governed
+			if traced {
+				steps.record(true)
+			}
 			r = fixedRate(ctx, ph.fn, o.Rate, o.Duration)
+			if traced {
+				steps.record(false)
+			}
 		} else {
 			path := ""
 			if ph.governed {
@@ -209,6 +230,9 @@ func RunGateway(ctx context.Context, o Options, w io.Writer) ([]Result, error) {
 		o.Rate, ms(out[1].P50-out[0].P50), ms(out[1].P99-out[0].P99), out[3].PerSecond())
 	fmt.Fprintf(w, "gateway CPU per call at saturation: %s (this process; a database server's own work is not counted)\n",
 		us(out[3].CPUPerCall()-out[2].CPUPerCall()))
+	if steps != nil {
+		steps.write(w, out[1].Name)
+	}
 	return out, nil
 }
 

@@ -44,6 +44,7 @@ and refuses one that already holds an installation.`,
 	f.DurationVar(&o.Duration, "duration", 10*time.Second, "length of each phase")
 	f.IntVar(&o.Concurrency, "concurrency", 64, "closed-loop callers of the saturation phases")
 	f.IntVar(&o.Rules, "rules", 20, "policy rules evaluated on every call")
+	f.BoolVar(&o.Steps, "steps", false, "trace the gateway's fixed-rate phase and print the p50/p99/max of each step (costs a little latency)")
 	f.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the gateway's saturation phase to this file (go tool pprof)")
 	cmd.AddCommand(gw)
 	return cmd

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -71,7 +72,11 @@ type write struct {
 	tenant string
 	fn     func(ctx context.Context, tx store.Tx) error
 	cw     *store.CallWrite
-	done   chan error
+	// committed is true when the caller needs the write committed
+	// (visible to every replica) but not yet durable: a later durable
+	// write of the same call covers it (see callCommitted).
+	committed bool
+	done      chan error
 }
 
 // itemError marks the write of a batch that failed.
@@ -134,6 +139,17 @@ func (r *recorder) do(ctx context.Context, tenant string, fn func(ctx context.Co
 // then holds its outcome.
 func (r *recorder) call(ctx context.Context, tenant string, cw *store.CallWrite) error {
 	return r.enqueue(&write{ctx: context.WithoutCancel(ctx), tenant: tenant, cw: cw, done: make(chan error, 1)})
+}
+
+// callCommitted is call for a write its caller may act on once it is
+// committed, before it is durable: the record of a read-only call that the
+// gateway itself runs. Its tool has no side effect to protect, and nobody
+// outside the gateway hears of the call before its result, a later write
+// of the same tenant, is durable, which makes every earlier commit durable
+// too (the store's log is written in commit order). A crash of the
+// database in between loses both, and nobody was answered.
+func (r *recorder) callCommitted(ctx context.Context, tenant string, cw *store.CallWrite) error {
+	return r.enqueue(&write{ctx: context.WithoutCancel(ctx), tenant: tenant, cw: cw, committed: true, done: make(chan error, 1)})
 }
 
 // enqueue hands w to its writer and waits for the outcome. The read lock
@@ -251,8 +267,9 @@ func (r *recorder) commitAll(batch []*write, durable bool) {
 }
 
 // commitCalls writes ws with one WriteCalls, retrying without a write that
-// fails.
+// fails. A batch of committed-only writes never waits for durability.
 func (r *recorder) commitCalls(ws []*write, durable bool) {
+	durable = durable && slices.ContainsFunc(ws, func(w *write) bool { return !w.committed })
 	for len(ws) > 0 {
 		cws := make([]*store.CallWrite, len(ws))
 		for i, w := range ws {
@@ -278,12 +295,24 @@ func (r *recorder) commitCalls(ws []*write, durable bool) {
 			return
 		}
 		// Committed: the next batch may start while this one becomes
-		// durable, and its callers hear of it only then.
+		// durable, and its callers hear of it only then, but for those
+		// who need it committed only.
+		var wait []*write
+		for _, w := range ws {
+			if w.committed {
+				w.done <- nil
+			} else {
+				wait = append(wait, w)
+			}
+		}
+		if len(wait) == 0 {
+			return
+		}
 		r.syncs.Add(1)
 		go func() {
 			defer r.syncs.Done()
-			err := r.st.Sync(ws[0].ctx)
-			for _, w := range ws {
+			err := r.st.Sync(wait[0].ctx)
+			for _, w := range wait {
 				w.done <- err
 			}
 		}()

@@ -155,3 +155,97 @@ func TestRecorderGatherEndsAtShutdown(t *testing.T) {
 	// After close, writes are refused instead of waiting for ever.
 	require.ErrorContains(t, r.call(context.Background(), "acme", eventWrite(2)), "shutting down")
 }
+
+// gatedStore is a real store whose Sync waits until gate is closed, and
+// which remembers whether each batch of tool-call writes was committed
+// durably.
+type gatedStore struct {
+	store.Store
+	gate    chan struct{}
+	mu      sync.Mutex
+	durable []bool
+}
+
+func (s *gatedStore) WriteCalls(ctx context.Context, tenant string, ws []*store.CallWrite, durable bool) error {
+	s.mu.Lock()
+	s.durable = append(s.durable, durable)
+	s.mu.Unlock()
+	return s.Store.WriteCalls(ctx, tenant, ws, durable)
+}
+
+func (s *gatedStore) Sync(ctx context.Context) error {
+	<-s.gate
+	return s.Store.Sync(ctx)
+}
+
+func (s *gatedStore) batches() []bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]bool(nil), s.durable...)
+}
+
+func newGatedRecorder(t *testing.T) (*recorder, *gatedStore) {
+	t.Helper()
+	st, err := backend.Open(context.Background(), "sqlite://"+filepath.Join(t.TempDir(), "warden.db"), backend.Options{})
+	require.NoError(t, err)
+	gs := &gatedStore{Store: st, gate: make(chan struct{})}
+	r := newRecorder(gs, 1)
+	t.Cleanup(func() {
+		select {
+		case <-gs.gate:
+		default:
+			close(gs.gate)
+		}
+		r.close()
+		_ = st.Close()
+	})
+	return r, gs
+}
+
+func TestRecorderAnswersCommittedWritesBeforeTheirFlush(t *testing.T) {
+	t.Parallel()
+	r, gs := newGatedRecorder(t)
+	// A batch committed under load, without waiting for its flush: the
+	// write that needs only the commit is answered at once, the other
+	// only once Sync says the batch is durable.
+	committed := &write{ctx: context.Background(), tenant: "acme", cw: eventWrite(1), committed: true, done: make(chan error, 1)}
+	durable := &write{ctx: context.Background(), tenant: "acme", cw: eventWrite(2), done: make(chan error, 1)}
+	r.commitCalls([]*write{committed, durable}, false)
+	select {
+	case err := <-committed.done:
+		require.NoError(t, err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("a committed-only write waited for the flush of its batch")
+	}
+	select {
+	case err := <-durable.done:
+		t.Fatalf("a write was answered (%v) before its batch was durable", err)
+	default:
+	}
+	close(gs.gate)
+	require.NoError(t, <-durable.done)
+	require.Len(t, durable.cw.Inserted, 1)
+	require.Equal(t, []bool{false}, gs.batches())
+}
+
+func TestRecorderNeverWaitsForTheFlushOfCommittedOnlyWrites(t *testing.T) {
+	t.Parallel()
+	r, gs := newGatedRecorder(t)
+	// Alone in the queue, a write that needs durability commits durably
+	// (no Sync); one that needs only its commit does not wait for the
+	// flush either way. The gate stays shut: a Sync would hang.
+	done := make(chan error, 2)
+	go func() {
+		done <- r.callCommitted(context.Background(), "acme", eventWrite(1))
+		done <- r.call(context.Background(), "acme", eventWrite(2))
+	}()
+	for range 2 {
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(30 * time.Second):
+			t.Fatal("a lone write waited for Sync")
+		}
+	}
+	require.Equal(t, []bool{false, true}, gs.batches(), "the committed-only write's batch is not durable, the other's is")
+}

@@ -176,7 +176,11 @@ func (c *call) recordBatched(ctx context.Context, charges []store.UsageCharge) (
 	if _, err := w.Prepare(c.now); err != nil {
 		return false, errorf("record tool call: %w", err)
 	}
-	if err := c.g.rec.call(ctx, c.p.Tenant, w); err != nil {
+	write := c.g.rec.call
+	if c.committedEnough() {
+		write = c.g.rec.callCommitted
+	}
+	if err := write(ctx, c.p.Tenant, w); err != nil {
 		return false, errorf("record tool call: %w", err)
 	}
 	switch {
@@ -196,6 +200,18 @@ func (c *call) recordBatched(ctx context.Context, charges []store.UsageCharge) (
 	c.g.publish(w.Inserted)
 	c.obj = w.Created[0]
 	return true, nil
+}
+
+// committedEnough reports whether the call's record may be acted on once
+// it is committed, before it is durable: a read-only call that the gateway
+// runs itself and that answers nobody before its result is recorded. A
+// side-effecting tool must never run on a claim a crash could take back
+// (it would run again on the retry), the 202 of a call awaiting approval
+// and the decision a function tool's agent acts on are answers, and a
+// read has nothing to protect: its result is written durably, which makes
+// this record durable too, before the agent sees it.
+func (c *call) committedEnough() bool {
+	return c.class == resource.SideEffectReadOnly && !c.approvalRequired && !c.req.hook
 }
 
 // guardianActed reports whether the request's HookDecision is recorded:

@@ -328,6 +328,15 @@ func BenchmarkWriteCalls16(b *testing.B) {
 	storetest.BenchmarkWriteCalls(b, func(b *testing.B) store.Store { return open(b, url) })
 }
 
+func BenchmarkWriteCall(b *testing.B) {
+	url := pgtest.NewDatabase(b)
+	for _, committed := range []bool{false, true} {
+		b.Run(map[bool]string{false: "durable", true: "committed"}[committed], func(b *testing.B) {
+			storetest.BenchmarkWriteCall(b, func(b *testing.B) store.Store { return open(b, url) }, committed)
+		})
+	}
+}
+
 // TestNonSuperuserOwner migrates as an ordinary role that owns the database
 // (not a superuser), as a managed Postgres would require: FORCE ROW LEVEL
 // SECURITY then applies to the owner too, and the API-key lookup must still

@@ -98,6 +98,14 @@ func BenchmarkWriteCalls16(b *testing.B) {
 	storetest.BenchmarkWriteCalls(b, func(b *testing.B) store.Store { return openTB(b) })
 }
 
+func BenchmarkWriteCall(b *testing.B) {
+	for _, committed := range []bool{false, true} {
+		b.Run(map[bool]string{false: "durable", true: "committed"}[committed], func(b *testing.B) {
+			storetest.BenchmarkWriteCall(b, func(b *testing.B) store.Store { return openTB(b) }, committed)
+		})
+	}
+}
+
 // An installation from before migration 0004 keeps its resources and its
 // change log when 0004 turns their tables into rowid tables; its down file
 // turns them back.
