@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,6 +32,29 @@ func TestRunGateway(t *testing.T) {
 	}
 	for _, s := range []string{"gateway, saturation", "cpu/call", "added latency at 100 calls/s", "gateway CPU per call at saturation"} {
 		require.Contains(t, out.String(), s)
+	}
+}
+
+// With Steps, the table of the fixed-rate phase's spans follows: the root
+// span and every step of a REST call, each once per governed call of that
+// phase (and none of the saturation phase's).
+func TestRunGatewaySteps(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	results, err := RunGateway(context.Background(), Options{Rate: 100, Duration: 300 * time.Millisecond, Concurrency: 4, Rules: 3, Steps: true}, &out)
+	require.NoError(t, err)
+	_, table, ok := strings.Cut(out.String(), `steps of "gateway, fixed rate"`)
+	require.True(t, ok, out.String())
+	calls := strconv.Itoa(results[1].Calls)
+	for _, span := range []string{"warden.toolcall", "1.resolve", "2.authenticate", "3.classify", "4.policy", "5.record", "6.trace", "7.invoke", "8.result", "9.output", "9.record"} {
+		var line string
+		for l := range strings.Lines(table) {
+			if strings.HasPrefix(l, span+" ") {
+				line = l
+			}
+		}
+		require.NotEmpty(t, line, "span %s in\n%s", span, table)
+		require.Equal(t, calls, strings.Fields(line)[1], "span %s counts the fixed-rate phase's calls", span)
 	}
 }
 

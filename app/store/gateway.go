@@ -122,10 +122,12 @@ type CallWriter interface {
 	// Without, it may return as soon as the transaction committed: its
 	// writes are visible, and the tenant's lock is free for the next
 	// batch, but they may not yet be durable, and nobody may be told of
-	// them (above all, no tool may run on the strength of a claim) before
-	// Sync, called after WriteCalls returned, returns nil. Under load that
-	// lets the next batch run while this one is flushed; alone, a durable
-	// commit saves the round trip of Sync.
+	// them (above all, no tool with a side effect may run on the strength
+	// of a claim) before Sync, called after WriteCalls returned, returns
+	// nil, or before a later durable commit of the same store returned
+	// (commits become durable in commit order). Under load that lets the
+	// next batch run while this one is flushed; alone, a durable commit
+	// saves the round trip of Sync.
 	WriteCalls(ctx context.Context, tenant string, ws []*CallWrite, durable bool) error
 	// Sync returns when every transaction committed before it was called
 	// is durable. Concurrent calls share the work.
