@@ -16,24 +16,41 @@ import (
 )
 
 // countingStore is a real store that records the size of every batch of
-// tool-call writes it commits.
+// tool-call writes it commits and whether its commit was durable. With a
+// gate, Sync waits until the gate is closed.
 type countingStore struct {
 	store.Store
+	gate    chan struct{}
 	mu      sync.Mutex
 	batches []int
+	durable []bool
 }
 
 func (s *countingStore) WriteCalls(ctx context.Context, tenant string, ws []*store.CallWrite, durable bool) error {
 	s.mu.Lock()
 	s.batches = append(s.batches, len(ws))
+	s.durable = append(s.durable, durable)
 	s.mu.Unlock()
 	return s.Store.WriteCalls(ctx, tenant, ws, durable)
+}
+
+func (s *countingStore) Sync(ctx context.Context) error {
+	if s.gate != nil {
+		<-s.gate
+	}
+	return s.Store.Sync(ctx)
 }
 
 func (s *countingStore) sizes() []int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]int(nil), s.batches...)
+}
+
+func (s *countingStore) durables() []bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]bool(nil), s.durable...)
 }
 
 // newTestRecorder returns a recorder with one writer over a fresh SQLite
@@ -156,39 +173,13 @@ func TestRecorderGatherEndsAtShutdown(t *testing.T) {
 	require.ErrorContains(t, r.call(context.Background(), "acme", eventWrite(2)), "shutting down")
 }
 
-// gatedStore is a real store whose Sync waits until gate is closed, and
-// which remembers whether each batch of tool-call writes was committed
-// durably.
-type gatedStore struct {
-	store.Store
-	gate    chan struct{}
-	mu      sync.Mutex
-	durable []bool
-}
-
-func (s *gatedStore) WriteCalls(ctx context.Context, tenant string, ws []*store.CallWrite, durable bool) error {
-	s.mu.Lock()
-	s.durable = append(s.durable, durable)
-	s.mu.Unlock()
-	return s.Store.WriteCalls(ctx, tenant, ws, durable)
-}
-
-func (s *gatedStore) Sync(ctx context.Context) error {
-	<-s.gate
-	return s.Store.Sync(ctx)
-}
-
-func (s *gatedStore) batches() []bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]bool(nil), s.durable...)
-}
-
-func newGatedRecorder(t *testing.T) (*recorder, *gatedStore) {
+// newGatedRecorder returns a recorder with one writer over a fresh SQLite
+// store whose Sync waits until the test closes its gate.
+func newGatedRecorder(t *testing.T) (*recorder, *countingStore) {
 	t.Helper()
 	st, err := backend.Open(context.Background(), "sqlite://"+filepath.Join(t.TempDir(), "warden.db"), backend.Options{})
 	require.NoError(t, err)
-	gs := &gatedStore{Store: st, gate: make(chan struct{})}
+	gs := &countingStore{Store: st, gate: make(chan struct{})}
 	r := newRecorder(gs, 1)
 	t.Cleanup(func() {
 		select {
@@ -225,7 +216,7 @@ func TestRecorderAnswersCommittedWritesBeforeTheirFlush(t *testing.T) {
 	close(gs.gate)
 	require.NoError(t, <-durable.done)
 	require.Len(t, durable.cw.Inserted, 1)
-	require.Equal(t, []bool{false}, gs.batches())
+	require.Equal(t, []bool{false}, gs.durables())
 }
 
 func TestRecorderNeverWaitsForTheFlushOfCommittedOnlyWrites(t *testing.T) {
@@ -247,5 +238,5 @@ func TestRecorderNeverWaitsForTheFlushOfCommittedOnlyWrites(t *testing.T) {
 			t.Fatal("a lone write waited for Sync")
 		}
 	}
-	require.Equal(t, []bool{false, true}, gs.batches(), "the committed-only write's batch is not durable, the other's is")
+	require.Equal(t, []bool{false, true}, gs.durables(), "the committed-only write's batch is not durable, the other's is")
 }
