@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -51,13 +52,7 @@ func (s *stepTimes) write(w io.Writer, phase string) {
 	defer s.mu.Unlock()
 	fmt.Fprintf(w, "steps of %q (span durations):\n", phase)
 	fmt.Fprintf(w, "%-22s %10s %10s %10s %10s\n", "span", "count", "p50", "p99", "max")
-	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for k := range s.spans {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, name := range slices.Sorted(maps.Keys(s.spans)) {
 		d := s.spans[name]
 		slices.Sort(d)
 		fmt.Fprintf(w, "%-22s %10d %10s %10s %10s\n", name, len(d), ms(d[len(d)*50/100]), ms(d[len(d)*99/100]), ms(d[len(d)-1]))
