@@ -74,6 +74,15 @@ func TestOnlyReadOnlyCallsRunOnACommittedRecord(t *testing.T) {
 			require.Equal(t, "Succeeded", r.phase())
 			require.Equal(t, []string{"record durable", "result durable"}, log.take(), "external_write")
 
+			// A function tool runs in the agent, which acts on the hook's
+			// answer: the record is durable before the answer.
+			ctx := `"context": {"agent": {"id": "bot", "name": "bot", "url": "http://agent.local", "instructions": "help", "version": "1", "provider": {"name": "acme", "url": "https://acme.example"}}, "session": {"id": "s-1"}, "turnId": "t1", "stepId": "st1", "timestamp": "2026-11-23T10:00:00Z"}`
+			r = do(t, http.MethodPost, e.gwURL+"/v1/hooks/aos", e.bot(), `{"jsonrpc": "2.0", "id": 1, "method": "steps/toolCallRequest", "params": {`+ctx+
+				`, "toolCallRequest": {"executionId": "ex-durable", "toolId": "local.lookup", "inputs": [{"name": "customer", "value": "c-1"}]}}}`, nil)
+			require.Equal(t, http.StatusOK, r.status, string(r.raw))
+			require.Equal(t, "allow", r.body["result"].(map[string]any)["decision"], string(r.raw))
+			require.Equal(t, []string{"record durable"}, log.take(), "read_only function tool")
+
 			// Awaiting approval, the 202 is an answer: the record is durable.
 			r = e.call("payments.refund", map[string]any{"amount": 10}, nil)
 			require.Equal(t, http.StatusAccepted, r.status, string(r.raw))
