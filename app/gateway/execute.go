@@ -117,7 +117,7 @@ func (c *call) finish(ctx context.Context, res *result) error {
 		if _, err := w.Prepare(done); err != nil {
 			return errorf("record result of %s: %w", c.name, err)
 		}
-		if err := c.g.rec.call(ctx, c.p.Tenant, w); err != nil {
+		if err := c.g.rec.call(ctx, c.p.Tenant, w, false); err != nil {
 			return errorf("record result of %s: %w", c.name, err)
 		}
 		// A conflict (the record changed since this executor read it)

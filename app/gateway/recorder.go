@@ -74,7 +74,7 @@ type write struct {
 	cw     *store.CallWrite
 	// committed is true when the caller needs the write committed
 	// (visible to every replica) but not yet durable: a later durable
-	// write of the same call covers it (see callCommitted).
+	// write of the same call covers it (see call).
 	committed bool
 	done      chan error
 }
@@ -135,21 +135,18 @@ func (r *recorder) do(ctx context.Context, tenant string, fn func(ctx context.Co
 }
 
 // call applies cw (store.CallWriter), possibly in one batch with other
-// callers' writes, and returns when the batch committed or failed; cw
+// callers' writes, and returns when the batch is durable or failed; cw
 // then holds its outcome.
-func (r *recorder) call(ctx context.Context, tenant string, cw *store.CallWrite) error {
-	return r.enqueue(&write{ctx: context.WithoutCancel(ctx), tenant: tenant, cw: cw, done: make(chan error, 1)})
-}
-
-// callCommitted is call for a write its caller may act on once it is
-// committed, before it is durable: the record of a read-only call that the
-// gateway itself runs. Its tool has no side effect to protect, and nobody
-// outside the gateway hears of the call before its result, a later write
-// of the same tenant, is durable, which makes every earlier commit durable
-// too (the store's log is written in commit order). A crash of the
-// database in between loses both, and nobody was answered.
-func (r *recorder) callCommitted(ctx context.Context, tenant string, cw *store.CallWrite) error {
-	return r.enqueue(&write{ctx: context.WithoutCancel(ctx), tenant: tenant, cw: cw, committed: true, done: make(chan error, 1)})
+//
+// With committed set it returns once the batch committed, before it is
+// durable: for the record of a read-only call that the gateway itself
+// runs. Its tool has no side effect to protect, and nobody outside the
+// gateway hears of the call before its result, a later write of the same
+// tenant, is durable, which makes every earlier commit durable too (the
+// store's log is written in commit order). A crash of the database in
+// between loses both, and nobody was answered.
+func (r *recorder) call(ctx context.Context, tenant string, cw *store.CallWrite, committed bool) error {
+	return r.enqueue(&write{ctx: context.WithoutCancel(ctx), tenant: tenant, cw: cw, committed: committed, done: make(chan error, 1)})
 }
 
 // enqueue hands w to its writer and waits for the outcome. The read lock

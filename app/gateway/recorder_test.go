@@ -80,7 +80,7 @@ func eventWrite(i int) *store.CallWrite {
 func callWithin(t *testing.T, r *recorder, w *store.CallWrite, d time.Duration) {
 	t.Helper()
 	done := make(chan error, 1)
-	go func() { done <- r.call(context.Background(), "acme", w) }()
+	go func() { done <- r.call(context.Background(), "acme", w, false) }()
 	select {
 	case err := <-done:
 		require.NoError(t, err)
@@ -101,7 +101,7 @@ func TestRecorderGroupsWritesOfCallsInFlight(t *testing.T) {
 	for i := range 8 {
 		wg.Go(func() {
 			w := eventWrite(i)
-			if err := r.call(context.Background(), "acme", w); err != nil {
+			if err := r.call(context.Background(), "acme", w, false); err != nil {
 				t.Error(err)
 			}
 			if len(w.Inserted) != 1 {
@@ -170,7 +170,7 @@ func TestRecorderGatherEndsAtShutdown(t *testing.T) {
 	}
 	<-closed
 	// After close, writes are refused instead of waiting for ever.
-	require.ErrorContains(t, r.call(context.Background(), "acme", eventWrite(2)), "shutting down")
+	require.ErrorContains(t, r.call(context.Background(), "acme", eventWrite(2), false), "shutting down")
 }
 
 // newGatedRecorder returns a recorder with one writer over a fresh SQLite
@@ -227,8 +227,8 @@ func TestRecorderNeverWaitsForTheFlushOfCommittedOnlyWrites(t *testing.T) {
 	// flush either way. The gate stays shut: a Sync would hang.
 	done := make(chan error, 2)
 	go func() {
-		done <- r.callCommitted(context.Background(), "acme", eventWrite(1))
-		done <- r.call(context.Background(), "acme", eventWrite(2))
+		done <- r.call(context.Background(), "acme", eventWrite(1), true)
+		done <- r.call(context.Background(), "acme", eventWrite(2), false)
 	}()
 	for range 2 {
 		select {

@@ -176,11 +176,7 @@ func (c *call) recordBatched(ctx context.Context, charges []store.UsageCharge) (
 	if _, err := w.Prepare(c.now); err != nil {
 		return false, errorf("record tool call: %w", err)
 	}
-	write := c.g.rec.call
-	if c.committedEnough() {
-		write = c.g.rec.callCommitted
-	}
-	if err := write(ctx, c.p.Tenant, w); err != nil {
+	if err := c.g.rec.call(ctx, c.p.Tenant, w, c.committedEnough()); err != nil {
 		return false, errorf("record tool call: %w", err)
 	}
 	switch {

@@ -330,11 +330,7 @@ func BenchmarkWriteCalls16(b *testing.B) {
 
 func BenchmarkWriteCall(b *testing.B) {
 	url := pgtest.NewDatabase(b)
-	for _, committed := range []bool{false, true} {
-		b.Run(map[bool]string{false: "durable", true: "committed"}[committed], func(b *testing.B) {
-			storetest.BenchmarkWriteCall(b, func(b *testing.B) store.Store { return open(b, url) }, committed)
-		})
-	}
+	storetest.BenchmarkWriteCall(b, func(b *testing.B) store.Store { return open(b, url) })
 }
 
 // TestNonSuperuserOwner migrates as an ordinary role that owns the database

@@ -99,11 +99,7 @@ func BenchmarkWriteCalls16(b *testing.B) {
 }
 
 func BenchmarkWriteCall(b *testing.B) {
-	for _, committed := range []bool{false, true} {
-		b.Run(map[bool]string{false: "durable", true: "committed"}[committed], func(b *testing.B) {
-			storetest.BenchmarkWriteCall(b, func(b *testing.B) store.Store { return openTB(b) }, committed)
-		})
-	}
+	storetest.BenchmarkWriteCall(b, func(b *testing.B) store.Store { return openTB(b) })
 }
 
 // An installation from before migration 0004 keeps its resources and its
