@@ -524,6 +524,7 @@ func TestUp(t *testing.T) {
 	up := startUp(t, home)
 	require.Contains(t, up.out.String(), "First start: created tenant \"default\"")
 	require.Contains(t, up.out.String(), "control plane + console  "+up.url+"\n")
+	require.Regexp(t, `\n  runtime                  GOGC 400, heap floor \d+ MiB, GOMAXPROCS \d+\n`, up.out.String())
 
 	info, err := os.Stat(cfgPath)
 	require.NoError(t, err)

@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strconv"
 	"strings"
@@ -54,6 +55,13 @@ type Options struct {
 	// p99 and maximum duration of each step of the gateway's fixed-rate
 	// phase (tracing costs a little: compare builds without it).
 	Steps bool
+	// Trace, when set, is where a Go execution trace of the gateway's
+	// fixed-rate phase is written (go tool trace): which goroutine ran on
+	// which processor, and every wait, system call and collection.
+	Trace string
+	// FixedRateOnly skips the saturation phases: the latency figures
+	// alone, in half the time (for runs that alternate two builds).
+	FixedRateOnly bool
 }
 
 // WithDefaults fills in the defaults: 1000 calls/s, 10s, 64 callers, 20
@@ -99,7 +107,8 @@ func (r Result) CPUPerCall() time.Duration {
 }
 
 // RunGateway runs the four phases (direct and gateway, at the fixed rate
-// and at saturation) and writes a table to w.
+// and at saturation; the first two alone with FixedRateOnly) and writes a
+// table to w.
 func RunGateway(ctx context.Context, o Options, w io.Writer) ([]Result, error) {
 	o = o.WithDefaults()
 	tool, err := startTool()
@@ -193,6 +202,9 @@ func RunGateway(ctx context.Context, o Options, w io.Writer) ([]Result, error) {
 		{"direct, saturation", direct, false, false},
 		{"gateway, saturation", governed, false, true},
 	} {
+		if o.FixedRateOnly && !ph.rate {
+			continue
+		}
 		var r Result
 		cpu := processCPU()
 		if ph.rate {
@@ -200,7 +212,16 @@ func RunGateway(ctx context.Context, o Options, w io.Writer) ([]Result, error) {
 			if traced {
 				steps.record(true)
 			}
+			path := ""
+			if ph.governed {
+				path = o.Trace
+			}
+			stop, err := startTrace(path)
+			if err != nil {
+				return nil, err
+			}
 			r = fixedRate(ctx, ph.fn, o.Rate, o.Duration)
+			stop()
 			if traced {
 				steps.record(false)
 			}
@@ -226,10 +247,14 @@ func RunGateway(ctx context.Context, o Options, w io.Writer) ([]Result, error) {
 	for _, r := range out {
 		fmt.Fprintf(w, "%-22s %10d %10.0f %10s %10s %10s %8d\n", r.Name, r.Calls, r.PerSecond(), ms(r.P50), ms(r.P99), us(r.CPUPerCall()), r.Errors)
 	}
-	fmt.Fprintf(w, "added latency at %d calls/s: p50 %s, p99 %s; governed throughput at saturation: %.0f calls/s\n",
-		o.Rate, ms(out[1].P50-out[0].P50), ms(out[1].P99-out[0].P99), out[3].PerSecond())
-	fmt.Fprintf(w, "gateway CPU per call at saturation: %s (this process; a database server's own work is not counted)\n",
-		us(out[3].CPUPerCall()-out[2].CPUPerCall()))
+	fmt.Fprintf(w, "added latency at %d calls/s: p50 %s, p99 %s", o.Rate, ms(out[1].P50-out[0].P50), ms(out[1].P99-out[0].P99))
+	if len(out) == 4 {
+		fmt.Fprintf(w, "; governed throughput at saturation: %.0f calls/s\n", out[3].PerSecond())
+		fmt.Fprintf(w, "gateway CPU per call at saturation: %s (this process; a database server's own work is not counted)\n",
+			us(out[3].CPUPerCall()-out[2].CPUPerCall()))
+	} else {
+		fmt.Fprintln(w)
+	}
 	if steps != nil {
 		steps.write(w, out[1].Name)
 	}
@@ -252,6 +277,26 @@ func startProfile(path string) (stop func(), err error) {
 	}
 	return func() {
 		pprof.StopCPUProfile()
+		_ = f.Close()
+	}, nil
+}
+
+// startTrace writes an execution trace of the process to path while the
+// gateway's fixed-rate phase runs; no path, no trace.
+func startTrace(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("execution trace: %w", err)
+	}
+	if err := trace.Start(f); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("execution trace: %w", err)
+	}
+	return func() {
+		trace.Stop()
 		_ = f.Close()
 	}, nil
 }

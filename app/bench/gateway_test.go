@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -56,6 +57,23 @@ func TestRunGatewaySteps(t *testing.T) {
 		require.NotEmpty(t, line, "span %s in\n%s", span, table)
 		require.Equal(t, calls, strings.Fields(line)[1], "span %s counts the fixed-rate phase's calls", span)
 	}
+}
+
+// FixedRateOnly runs the two fixed-rate phases alone, and Trace writes an
+// execution trace of the governed one.
+func TestRunGatewayFixedRateOnlyWithTrace(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	path := filepath.Join(t.TempDir(), "gateway.trace")
+	results, err := RunGateway(context.Background(), Options{Rate: 100, Duration: 200 * time.Millisecond, Rules: 1, FixedRateOnly: true, Trace: path}, &out)
+	require.NoError(t, err)
+	require.Len(t, results, 2)
+	require.Equal(t, "gateway, fixed rate", results[1].Name)
+	require.Contains(t, out.String(), "added latency at 100 calls/s")
+	require.NotContains(t, out.String(), "saturation")
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.True(t, bytes.HasPrefix(b, []byte("go 1.")), "an execution trace starts with its version header, got %.20q", b)
 }
 
 // A governed call answered 200 with a Failed record is an error: the

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -24,17 +26,25 @@ agent whose every call is authenticated with a workload token, decided by
 a ToolCall. It then runs four phases of --duration each: the tool called
 directly and through the gateway, first at --rate calls per second (latency
 measured from each call's scheduled start), then at saturation with
---concurrency closed-loop callers, and prints the difference.
+--concurrency closed-loop callers, and prints the difference
+(--fixed-rate-only: the first two phases alone).
 
-Like up, it runs with the garbage collector's target at 400 unless GOGC is
-set.
+Like up, it tunes the Go runtime unless GOGC, GOMAXPROCS or
+WARDEN_GC_HEAP_FLOOR say otherwise: the garbage collector's target at 400,
+its heap goal at least 256 MiB, and on the embedded store one processor more
+than the machine has cores (docs/operations.md).
 
 A given store must be fresh, a database of its own: the benchmark writes to it,
 and refuses one that already holds an installation.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			tuneGC(a.env.LookupEnv)
-			_, err := bench.RunGateway(cmd.Context(), o, a.env.Stdout)
+			tuned, err := tuneRuntime(a.env.LookupEnv, o.Store == "" || strings.HasPrefix(o.Store, "sqlite://"))
+			if err != nil {
+				return err
+			}
+			defer tuned.stop()
+			fmt.Fprintf(a.env.Stdout, "runtime: %s\n", tuned)
+			_, err = bench.RunGateway(cmd.Context(), o, a.env.Stdout)
 			return err
 		},
 	}
@@ -45,6 +55,8 @@ and refuses one that already holds an installation.`,
 	f.IntVar(&o.Concurrency, "concurrency", 64, "closed-loop callers of the saturation phases")
 	f.IntVar(&o.Rules, "rules", 20, "policy rules evaluated on every call")
 	f.BoolVar(&o.Steps, "steps", false, "trace the gateway's fixed-rate phase and print the p50/p99/max of each step (costs a little latency)")
+	f.StringVar(&o.Trace, "trace", "", "write a Go execution trace of the gateway's fixed-rate phase to this file (go tool trace)")
+	f.BoolVar(&o.FixedRateOnly, "fixed-rate-only", false, "run the two fixed-rate phases only (latency, not throughput)")
 	f.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the gateway's saturation phase to this file (go tool pprof)")
 	cmd.AddCommand(gw)
 	return cmd

@@ -61,7 +61,6 @@ provider (code flow with PKCE) and may also present its ID tokens as bearer
 tokens. Register <public URL>/auth/callback as the redirect URL there.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			tuneGC(a.env.LookupEnv)
 			if port < 1 || port > 65535 {
 				return usagef("--port %d is not a TCP port (1-65535)", port)
 			}
@@ -213,6 +212,11 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		storeURL = "sqlite://" + filepath.Join(abs, "warden.db")
 	}
 	logger := slog.New(slog.NewTextHandler(a.env.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	tuned, err := tuneRuntime(a.env.LookupEnv, strings.HasPrefix(storeURL, "sqlite://"))
+	if err != nil {
+		return err
+	}
+	defer tuned.stop()
 
 	masterKey, err := secret.LoadMasterKey(a.env.LookupEnv, filepath.Join(dataDir, secret.MasterKeyFileName))
 	if err != nil {
@@ -290,6 +294,7 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 	}
 	fmt.Fprintf(w, "  store                    %s\n", redactURL(storeURL))
 	fmt.Fprintf(w, "  config                   %s\n", clientconfig.Path(home))
+	fmt.Fprintf(w, "  runtime                  %s\n", tuned)
 	if oidcCfg != nil {
 		fmt.Fprintf(w, "  console sign-in          %s (redirect URL %s)\n", people.issuer, oidcCfg.RedirectURL)
 	} else {
