@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/warden-dev/warden/app/store"
 )
 
 // Under writes that never pause, the write-ahead log must still start over:
@@ -82,5 +84,51 @@ func TestCheckpointRestartsLogUnderSteadyWrites(t *testing.T) {
 		if rounds == 1000 {
 			t.Fatalf("after %d checkpoints under steady writes the log started over %d times", rounds, restarts())
 		}
+	}
+}
+
+// The log is written back while the writes go on, and only after a commit:
+// an idle store makes no system calls for it.
+func TestWritebackFollowsCommits(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	wrote := make(chan error, 16)
+	s, err := open(ctx, filepath.Join(t.TempDir(), "warden.db"), Options{}, ckptConfig{
+		interval: time.Hour, writeback: time.Millisecond, restartFrames: walRestartFrames, tailFrames: walTailFrames,
+		wroteBack: func(err error) { wrote <- err },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Close() }()
+	if s.walFile == nil {
+		t.Fatal("the write-ahead log is not open for its writeback")
+	}
+	// A commit through Update, the store's way: it appends to the log.
+	commit := func(int) {
+		t.Helper()
+		if err := s.Update(ctx, "t1", func(ctx context.Context, tx store.Tx) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 3 {
+		commit(i)
+		select {
+		case err := <-wrote:
+			if err != nil {
+				t.Fatalf("writeback after commit %d: %v", i, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no writeback after commit %d", i)
+		}
+	}
+	// Idle: every tick passes without a writeback. Ticks are not
+	// observable, so give the ticker a hundred of them.
+	idle := time.NewTimer(100 * time.Millisecond)
+	defer idle.Stop()
+	select {
+	case <-wrote:
+		t.Fatal("a writeback without a commit since the last one")
+	case <-idle.C:
 	}
 }
