@@ -205,6 +205,18 @@ func RunGateway(ctx context.Context, o Options, w io.Writer) ([]Result, error) {
 		if o.FixedRateOnly && !ph.rate {
 			continue
 		}
+		// The governed phases alone are traced (fixed rate) or profiled
+		// (saturation), when asked.
+		capturePath, startCapture := "", startTrace
+		if ph.governed && ph.rate {
+			capturePath = o.Trace
+		} else if ph.governed {
+			capturePath, startCapture = o.CPUProfile, startProfile
+		}
+		stopCapture, err := startCapture(capturePath)
+		if err != nil {
+			return nil, err
+		}
 		var r Result
 		cpu := processCPU()
 		if ph.rate {
@@ -212,31 +224,14 @@ func RunGateway(ctx context.Context, o Options, w io.Writer) ([]Result, error) {
 			if traced {
 				steps.record(true)
 			}
-			path := ""
-			if ph.governed {
-				path = o.Trace
-			}
-			stop, err := startTrace(path)
-			if err != nil {
-				return nil, err
-			}
 			r = fixedRate(ctx, ph.fn, o.Rate, o.Duration)
-			stop()
 			if traced {
 				steps.record(false)
 			}
 		} else {
-			path := ""
-			if ph.governed {
-				path = o.CPUProfile
-			}
-			stop, err := startProfile(path)
-			if err != nil {
-				return nil, err
-			}
 			r = saturate(ctx, ph.fn, o.Concurrency, o.Duration)
-			stop()
 		}
+		stopCapture()
 		r.CPU = processCPU() - cpu
 		r.Name = ph.name
 		out = append(out, r)
@@ -264,39 +259,31 @@ func RunGateway(ctx context.Context, o Options, w io.Writer) ([]Result, error) {
 // startProfile writes a CPU profile of the process to path while the
 // gateway's saturation phase (governed) runs; no path, no profile.
 func startProfile(path string) (stop func(), err error) {
-	if path == "" {
-		return func() {}, nil
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, fmt.Errorf("cpu profile: %w", err)
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		_ = f.Close()
-		return nil, fmt.Errorf("cpu profile: %w", err)
-	}
-	return func() {
-		pprof.StopCPUProfile()
-		_ = f.Close()
-	}, nil
+	return capture(path, "cpu profile", pprof.StartCPUProfile, pprof.StopCPUProfile)
 }
 
 // startTrace writes an execution trace of the process to path while the
 // gateway's fixed-rate phase runs; no path, no trace.
 func startTrace(path string) (stop func(), err error) {
+	return capture(path, "execution trace", trace.Start, trace.Stop)
+}
+
+// capture creates path and runs start on it until the returned stop; no
+// path, nothing.
+func capture(path, what string, start func(io.Writer) error, end func()) (stop func(), err error) {
 	if path == "" {
 		return func() {}, nil
 	}
 	f, err := os.Create(path)
 	if err != nil {
-		return nil, fmt.Errorf("execution trace: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	if err := trace.Start(f); err != nil {
+	if err := start(f); err != nil {
 		_ = f.Close()
-		return nil, fmt.Errorf("execution trace: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return func() {
-		trace.Stop()
+		end()
 		_ = f.Close()
 	}, nil
 }
