@@ -132,3 +132,22 @@ func TestWritebackFollowsCommits(t *testing.T) {
 	case <-idle.C:
 	}
 }
+
+// A database opened again (its log folded in and removed at the last
+// close) still gets its log written back.
+func TestWritebackAfterReopen(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "warden.db")
+	for i := range 2 {
+		s, err := Open(context.Background(), path, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.walFile == nil {
+			t.Errorf("open %d: the write-ahead log is not open for its writeback", i+1)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
