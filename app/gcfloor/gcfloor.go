@@ -4,7 +4,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
-	"sync/atomic"
+	"sync"
 )
 
 // maxPercent bounds the percentage the tuner sets, so a nearly empty heap
@@ -21,8 +21,10 @@ type Tuner struct {
 	// cycle, unless it is full.
 	adjusted chan<- int
 
-	stopped atomic.Bool
-	// Touched only by the finalizer goroutine (and Start, before it).
+	// mu orders an adjustment with Stop, so a stopped tuner never sets
+	// GOGC again.
+	mu      sync.Mutex
+	stopped bool
 	percent int
 	sample  []metrics.Sample
 }
@@ -46,7 +48,7 @@ func start(floor uint64, base int, adjusted chan<- int) *Tuner {
 		sample: []metrics.Sample{{Name: liveHeapMetric}}}
 	debug.SetGCPercent(base)
 	if floor == 0 {
-		t.stopped.Store(true)
+		t.stopped = true
 		return t
 	}
 	runtime.SetFinalizer(&sentinel{t: t}, (*sentinel).cycle)
@@ -55,18 +57,22 @@ func start(floor uint64, base int, adjusted chan<- int) *Tuner {
 
 // Stop ends the tuning and sets GOGC back to the base percentage.
 func (t *Tuner) Stop() {
-	if t.stopped.Swap(true) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stopped {
 		return
 	}
+	t.stopped = true
 	debug.SetGCPercent(t.base)
 }
 
-// Floor is the heap goal the tuner keeps at least (0: none).
-func (t *Tuner) Floor() uint64 { return t.floor }
-
+// cycle runs on the finalizer goroutine after a collection: it adjusts
+// GOGC and re-arms itself, unless the tuner stopped.
 func (s *sentinel) cycle() {
 	t := s.t
-	if t.stopped.Load() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stopped {
 		return
 	}
 	metrics.Read(t.sample)
@@ -74,7 +80,7 @@ func (s *sentinel) cycle() {
 	if t.sample[0].Value.Kind() == metrics.KindUint64 {
 		live = t.sample[0].Value.Uint64()
 	}
-	if p := Percent(live, t.floor, t.base); p != t.percent && !t.stopped.Load() {
+	if p := Percent(live, t.floor, t.base); p != t.percent {
 		debug.SetGCPercent(p)
 		t.percent = p
 	}
