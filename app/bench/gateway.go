@@ -207,13 +207,13 @@ func RunGateway(ctx context.Context, o Options, w io.Writer) ([]Result, error) {
 		}
 		// The governed phases alone are traced (fixed rate) or profiled
 		// (saturation), when asked.
-		capturePath, startCapture := "", startTrace
-		if ph.governed && ph.rate {
-			capturePath = o.Trace
-		} else if ph.governed {
-			capturePath, startCapture = o.CPUProfile, startProfile
+		stopCapture, err := func() {}, error(nil)
+		switch {
+		case ph.governed && ph.rate:
+			stopCapture, err = startTrace(o.Trace)
+		case ph.governed:
+			stopCapture, err = startProfile(o.CPUProfile)
 		}
-		stopCapture, err := startCapture(capturePath)
 		if err != nil {
 			return nil, err
 		}

@@ -2,12 +2,12 @@ package cli
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/warden-dev/warden/app/bench"
+	"github.com/warden-dev/warden/app/store/backend"
 )
 
 func newBenchCmd(a *app) *cobra.Command {
@@ -38,7 +38,7 @@ A given store must be fresh, a database of its own: the benchmark writes to it,
 and refuses one that already holds an installation.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			tuned, err := tuneRuntime(a.env.LookupEnv, o.Store == "" || strings.HasPrefix(o.Store, "sqlite://"))
+			tuned, err := tuneRuntime(a.env.LookupEnv, o.Store == "" || backend.Embedded(o.Store))
 			if err != nil {
 				return err
 			}

@@ -212,7 +212,7 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		storeURL = "sqlite://" + filepath.Join(abs, "warden.db")
 	}
 	logger := slog.New(slog.NewTextHandler(a.env.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	tuned, err := tuneRuntime(a.env.LookupEnv, strings.HasPrefix(storeURL, "sqlite://"))
+	tuned, err := tuneRuntime(a.env.LookupEnv, backend.Embedded(storeURL))
 	if err != nil {
 		return err
 	}

@@ -102,13 +102,11 @@ func Percent(live, floor uint64, base int) int {
 	if floor <= live {
 		return base
 	}
+	// Past this ratio the percentage would reach the bound (and below it
+	// floor*100 cannot overflow).
 	if floor/live >= maxPercent/100 {
 		return maxPercent
 	}
 	// Round up: the goal must not fall short of the floor.
-	p := (floor*100+live-1)/live - 100
-	if p >= maxPercent {
-		return maxPercent
-	}
-	return max(int(p), base)
+	return max(int((floor*100+live-1)/live-100), base)
 }

@@ -29,6 +29,13 @@ type Options struct {
 	AppURL string
 }
 
+// sqliteScheme starts the URL of the embedded store.
+const sqliteScheme = "sqlite://"
+
+// Embedded reports whether url names the embedded store, SQLite in this
+// process (its file I/O runs on the process's own threads).
+func Embedded(url string) bool { return strings.HasPrefix(url, sqliteScheme) }
+
 // Open opens and migrates the store named by url:
 //
 //	sqlite:///abs/path/warden.db   sqlite://relative/path/warden.db
@@ -37,8 +44,8 @@ type Options struct {
 // The SQLite file and its parent directory are created when missing.
 func Open(ctx context.Context, url string, opts Options) (store.Store, error) {
 	switch {
-	case strings.HasPrefix(url, "sqlite://"):
-		path := strings.TrimPrefix(url, "sqlite://")
+	case Embedded(url):
+		path := strings.TrimPrefix(url, sqliteScheme)
 		if path == "" {
 			return nil, fmt.Errorf("store URL %q names no file: use sqlite:///abs/path.db or sqlite://rel/path.db", url)
 		}

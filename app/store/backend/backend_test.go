@@ -63,3 +63,19 @@ func TestOpenRelativeSQLite(t *testing.T) {
 	_, err = os.Stat(filepath.Join("data", "warden.db"))
 	require.NoError(t, err)
 }
+
+func TestEmbedded(t *testing.T) {
+	t.Parallel()
+	for url, want := range map[string]bool{
+		"sqlite:///var/lib/warden/warden.db": true,
+		"sqlite://rel/warden.db":             true,
+		"postgres://warden@db:5432/warden":   false,
+		"postgresql://warden@db/warden":      false,
+		"":                                   false,
+		"file:warden.db":                     false,
+	} {
+		if got := backend.Embedded(url); got != want {
+			t.Errorf("Embedded(%q) = %v, want %v", url, got, want)
+		}
+	}
+}
