@@ -44,6 +44,9 @@ const (
 	ObjAudit = "audit"
 	// ObjResources is the change feed, GET /v1/resources?watch=true.
 	ObjResources = "resources"
+	// ObjTraces is the trace service: reading spans, metrics and OCSF
+	// events (get, list) and sending them (create).
+	ObjTraces = "traces"
 )
 
 // Permission is one (object, verb) pair a role allows.
@@ -122,10 +125,12 @@ func rules(role string) []Permission {
 		// Tenant-scope kinds live in domain "*": only a tenant-wide grant
 		// reaches them.
 		add([]string{groupTenant}, readVerbs...)
+		add([]string{ObjTraces}, auth.VerbGet, auth.VerbList)
 	}
 	editor := func() {
 		viewer()
 		add([]string{groupUserKinds}, writeVerbs...)
+		add([]string{ObjTraces}, VerbCreate)
 	}
 	approver := func() {
 		viewer()
@@ -144,6 +149,7 @@ func rules(role string) []Permission {
 	case RoleAgent:
 		add([]string{"agents", "tools", "models"}, auth.VerbGet, auth.VerbList)
 		add([]string{ObjToolCalls}, VerbCreate)
+		add([]string{ObjTraces}, VerbCreate)
 	case auth.RoleViewer:
 		viewer()
 	case auth.RoleEditor:

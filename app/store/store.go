@@ -74,6 +74,9 @@ type Store interface {
 	// e-mail, API key usage and the signing keys.
 	IdentityStore
 
+	// TraceStore holds spans, their call aggregates and OCSF events.
+	TraceStore
+
 	// Close releases the driver's resources.
 	Close() error
 }

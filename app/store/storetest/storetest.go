@@ -78,6 +78,7 @@ func Run(t *testing.T, open OpenFunc) {
 		{"WriteCallsIsolation", testWriteCallsIsolation},
 		{"Sync", testSync},
 	}
+	tests = append(tests, traceTests...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
