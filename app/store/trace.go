@@ -125,6 +125,7 @@ type SpanFilter struct {
 	Namespaces []string
 	// TraceIDs limits the spans to these traces.
 	TraceIDs [][16]byte
+	// Execution, Agent, … must equal the span's columns.
 	Execution, Agent, Tool, Model, Service, Name string
 	// Not holds values of the same fields that a span must not have.
 	NotAgent, NotTool, NotModel, NotService, NotName string
