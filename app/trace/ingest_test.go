@@ -346,5 +346,3 @@ func TestPrometheus(t *testing.T) {
 	require.Contains(t, string(b), "warden_trace_spans_stored_total 1")
 	require.Contains(t, string(b), "# TYPE warden_trace_write_seconds histogram")
 }
-
-
