@@ -45,6 +45,7 @@ func newUpCmd(a *app) *cobra.Command {
 	var port, gatewayPort, changeHistory int
 	var tlsOpts tlsOptions
 	var people peopleOptions
+	var traceOpts traceOptions
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Start Warden locally: every service in one process on the embedded store",
@@ -88,7 +89,10 @@ tokens. Register <public URL>/auth/callback as the redirect URL there.`,
 					return usagef("--public-url %q must be an absolute http(s) URL", people.publicURL)
 				}
 			}
-			return a.up(cmd.Context(), dataDir, storeURL, listenHost, port, gatewayPort, changeHistory, tlsOpts, people)
+			if err := traceOpts.check(port, gatewayPort); err != nil {
+				return err
+			}
+			return a.up(cmd.Context(), dataDir, storeURL, listenHost, port, gatewayPort, changeHistory, tlsOpts, people, traceOpts)
 		},
 	}
 	f := cmd.Flags()
@@ -107,6 +111,7 @@ tokens. Register <public URL>/auth/callback as the redirect URL there.`,
 	f.StringVar(&people.name, "oidc-name", "Single sign-on", "label of the sign-in button")
 	f.StringVar(&people.publicURL, "public-url", "", "externally visible base URL: the OIDC redirect URL is <public-url>/auth/callback and workload tokens name it as issuer (default the control plane URL)")
 	f.BoolVar(&people.signup, "signup", false, "enable self-service tenant sign-up in the console (SaaS)")
+	traceOpts.addFlags(f)
 	return cmd
 }
 
@@ -193,7 +198,7 @@ type tlsOptions struct {
 	allowPlaintext bool
 }
 
-func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port, gatewayPort, changeHistory int, tlsOpts tlsOptions, people peopleOptions) error {
+func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port, gatewayPort, changeHistory int, tlsOpts tlsOptions, people peopleOptions, traceOpts traceOptions) error {
 	home, err := clientconfig.Home(a.env.LookupEnv)
 	if err != nil {
 		return err
@@ -269,21 +274,21 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		fmt.Fprintf(w, "First start: created tenant \"default\", namespace \"default\", environments dev, staging, prod.\n")
 		fmt.Fprintf(w, "Admin API key written to %s (context %q, now current).\n", clientconfig.Path(home), clientconfig.LocalContext)
 	}
-	tracer, stopTracer, traceEndpoint, err := otlpTracer(ctx, a.env.LookupEnv)
+	// Warden's own spans go to the trace store and, when configured, to
+	// an OTLP collector too.
+	tracer, traceEndpoint, err := wardenTracer(ctx, a.env.LookupEnv)
 	if err != nil {
 		return err
 	}
-	if stopTracer != nil {
-		defer func() {
-			// Flush the spans still queued; a collector that is gone
-			// costs at most traceShutdownTimeout.
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), traceShutdownTimeout)
-			defer cancel()
-			if err := stopTracer(sctx); err != nil {
-				logger.Warn("flush traces", "err", err)
-			}
-		}()
-	}
+	defer func() {
+		// Flush the spans still queued; a collector that is gone
+		// costs at most traceShutdownTimeout.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), traceShutdownTimeout)
+		defer cancel()
+		if err := tracer.Shutdown(sctx); err != nil {
+			logger.Warn("flush traces", "err", err)
+		}
+	}()
 	fmt.Fprintf(w, "Warden is starting.\n")
 	fmt.Fprintf(w, "  control plane + console  %s\n", controlURL)
 	gatewayAddr, gatewayURL := server.GatewayOff, ""
@@ -300,7 +305,7 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 	} else {
 		fmt.Fprintf(w, "  console sign-in          none (local mode: use the CLI and API keys; --oidc-issuer enables it)\n")
 	}
-	if tracer != nil {
+	if traceEndpoint != "" {
 		fmt.Fprintf(w, "  traces (OTLP/HTTP)       %s\n", traceEndpoint)
 	}
 	fmt.Fprintf(w, "Press Ctrl-C to stop.\n")
@@ -347,6 +352,11 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		return err
 	}
 	defer stopQueue(queue, logger)
+	stopTrace, err := startTrace(ctx, st, srv, tracer, traceOpts, listenHost, tlsOpts, w, logger)
+	if err != nil {
+		return err
+	}
+	defer stopTrace()
 	if gw := srv.Gateway(); gw != nil {
 		approvals.Bind(gw)
 		// The queue stops when up returns, not when ctx ends, so that

@@ -405,9 +405,14 @@ type rollupSet struct {
 
 func newRollupSet() *rollupSet { return &rollupSet{m: map[rollupKey]*store.SpanRollup{}} }
 
-// add counts row when it is a call: a span naming a tool or a model.
+// add counts row when it is a call: a span naming a tool or a model. Of
+// Warden's own spans only warden.toolcall counts, once per call (its
+// warden.toolcall.result and .resume spans name the tool too).
 func (s *rollupSet) add(row *store.Span) {
 	if row.Tool == "" && row.Model == "" {
+		return
+	}
+	if strings.HasPrefix(row.Name, "warden.") && row.Name != "warden.toolcall" {
 		return
 	}
 	k := rollupKey{row.Namespace, row.Agent, row.Tool, row.Model, row.Start / 1e9 / 60 * 60}

@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"google.golang.org/grpc"
 )
 
 // expireBatch is how many rows of each trace table one retention
@@ -56,6 +58,8 @@ type Listeners struct {
 	OTLPHTTP net.Listener
 	// OTLPGRPC serves OTLP/gRPC (4317).
 	OTLPGRPC net.Listener
+	// GRPCOptions configure the gRPC server, such as its TLS credentials.
+	GRPCOptions []grpc.ServerOption
 }
 
 // Serve serves the listeners and runs retention until ctx ends or a
@@ -90,7 +94,7 @@ func (s *Service) Serve(ctx context.Context, ls Listeners) error {
 		}()
 	}
 	if ls.OTLPGRPC != nil {
-		gs := s.GRPCServer()
+		gs := s.GRPCServer(ls.GRPCOptions...)
 		go func() { errc <- wrapServe("OTLP/gRPC", gs.Serve(ls.OTLPGRPC)) }()
 		defer gs.GracefulStop()
 	}

@@ -26,6 +26,8 @@ const (
 	AudienceToolGateway  = "warden:tool-gateway"
 	AudienceControlPlane = "warden:control-plane"
 	AudienceModelRouter  = "warden:model-router"
+	// AudienceTrace is the trace service's ingest (OTLP, OCSF).
+	AudienceTrace = "warden:trace"
 )
 
 // RoleAgent is the role of a workload principal. It is not a namespace RBAC
