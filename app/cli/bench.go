@@ -59,5 +59,41 @@ and refuses one that already holds an installation.`,
 	f.BoolVar(&o.FixedRateOnly, "fixed-rate-only", false, "run the two fixed-rate phases only (latency, not throughput)")
 	f.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the gateway's saturation phase to this file (go tool pprof)")
 	cmd.AddCommand(gw)
+	cmd.AddCommand(newBenchOTLPCmd(a))
+	return cmd
+}
+
+func newBenchOTLPCmd(a *app) *cobra.Command {
+	var o bench.OTLPOptions
+	cmd := &cobra.Command{
+		Use:   "otlp",
+		Short: "Measure the trace service: OTLP/gRPC ingest in spans/s, GET /v1/traces/{id}, and toolcalls top's queries",
+		Long: `Otlp starts a private trace service on the store given by --store (default: a
+fresh SQLite file) and sends it agent traces (an agent run, four tool calls and
+three model calls each) over OTLP/gRPC from --senders concurrent senders, in
+exports of --batch spans, for --duration; every export is acknowledged only
+once its spans are committed. It then times GET /v1/traces/{id} of a trace of
+--trace-spans spans, and the four metrics queries of 'warden toolcalls top'
+over everything ingested. The runtime is tuned as for up.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			tuned, err := tuneRuntime(a.env.LookupEnv, o.Store == "" || backend.Embedded(o.Store))
+			if err != nil {
+				return err
+			}
+			defer tuned.stop()
+			fmt.Fprintf(a.env.Stdout, "runtime: %s\n", tuned)
+			_, err = bench.RunOTLP(cmd.Context(), o, a.env.Stdout)
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Store, "store", "", "store URL (default a temporary SQLite file); a given store must be fresh")
+	f.DurationVar(&o.Duration, "duration", 10*time.Second, "length of the ingest phase")
+	f.IntVar(&o.Senders, "senders", 4, "concurrent OTLP/gRPC senders")
+	f.IntVar(&o.Batch, "batch", 512, "spans of one export")
+	f.IntVar(&o.TraceSpans, "trace-spans", 1000, "spans of the trace GET /v1/traces/{id} reads")
+	f.IntVar(&o.Reads, "reads", 200, "times each query is timed")
+	f.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
 	return cmd
 }

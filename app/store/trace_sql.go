@@ -83,7 +83,14 @@ func (q TraceSQL) SpanList(tenant string, f SpanFilter) (string, []any) {
 		w = append(w, "(start_ns < "+s+" OR (start_ns = "+a.add(f.After.Start)+" AND span_id < "+a.add(f.After.SpanID[:])+"))")
 	}
 	order := "start_ns DESC, span_id DESC"
-	if f.Ascending {
+	switch {
+	case len(f.TraceIDs) > 0 && f.Ascending:
+		// Unary plus keeps the planner from walking the time index for
+		// the order: a trace is found by its own index and sorted.
+		order = "+start_ns, +span_id"
+	case len(f.TraceIDs) > 0:
+		order = "+start_ns DESC, +span_id DESC"
+	case f.Ascending:
 		order = "start_ns, span_id"
 	}
 	sql := "SELECT " + SpanColumns + " FROM spans WHERE " + strings.Join(w, " AND ") + " ORDER BY " + order

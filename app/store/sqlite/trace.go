@@ -99,9 +99,17 @@ func writeSpans(ctx context.Context, tx *sql.Tx, tenant string, b *store.SpanBat
 			return fmt.Errorf("insert span resource: %w", err)
 		}
 	}
-	for i := range b.Rollups {
-		if _, err := tx.ExecContext(ctx, qRollupUpsert, store.RollupArgs(tenant, &b.Rollups[i])...); err != nil {
-			return fmt.Errorf("add span rollup: %w", err)
+	if len(b.Rollups) > 0 {
+		// Prepared once: parsing the statement costs more than running it.
+		up, err := tx.PrepareContext(ctx, qRollupUpsert)
+		if err != nil {
+			return fmt.Errorf("prepare rollup upsert: %w", err)
+		}
+		defer up.Close()
+		for i := range b.Rollups {
+			if _, err := up.ExecContext(ctx, store.RollupArgs(tenant, &b.Rollups[i])...); err != nil {
+				return fmt.Errorf("add span rollup: %w", err)
+			}
 		}
 	}
 	for _, e := range b.Events {
