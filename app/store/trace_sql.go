@@ -85,11 +85,11 @@ func (q TraceSQL) SpanList(tenant string, f SpanFilter) (string, []any) {
 	order := "start_ns DESC, span_id DESC"
 	switch {
 	case len(f.TraceIDs) > 0 && f.Ascending:
-		// Unary plus keeps the planner from walking the time index for
+		// An expression keeps the planner from walking the time index for
 		// the order: a trace is found by its own index and sorted.
-		order = "+start_ns, +span_id"
+		order = "start_ns + 0, span_id"
 	case len(f.TraceIDs) > 0:
-		order = "+start_ns DESC, +span_id DESC"
+		order = "start_ns + 0 DESC, span_id DESC"
 	case f.Ascending:
 		order = "start_ns, span_id"
 	}
