@@ -65,6 +65,7 @@ current context of $WARDEN_HOME/config.yaml (written by 'warden up').`,
 		newAPIKeysCmd(a),
 		newBenchCmd(a),
 		newToolCallsCmd(a),
+		newTracesCmd(a),
 		newApprovalsCmd(a),
 		newDemoCmd(a),
 	)

@@ -295,10 +295,20 @@ const (
 	byErrorRate = "error_rate"
 	byLatency   = "latency"
 	byCount     = "count"
+	byCalls     = "calls"
+	byCost      = "cost"
+)
+
+// Sources of toolcalls top.
+const (
+	sourceMetrics = "metrics"
+	sourceRecords = "records"
 )
 
 type topOptions struct {
-	by       string
+	source      string
+	traceServer traceServerFlag
+	by          string
 	since    string
 	agent    string
 	limit    int
@@ -336,8 +346,17 @@ func newToolCallsTopCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "top",
 		Short: "Rank tools by error rate, latency or number of calls",
-		Long: `top lists the tool calls of a namespace (--since back from now, default 1h) and
-aggregates them per tool, or per agent and tool with --per-agent:
+		Long: `top ranks the tools of a namespace over the last --since (default 1h), per tool
+or, with --per-agent, per agent and tool.
+
+By default (--source metrics) it asks the trace service's metrics API
+(GET /v1/metrics, docs/trace.md) for calls, errors, latency percentiles and
+cost: every span that names a tool, the gateway's own and those agents send
+over OTLP, aggregated per minute, so the answer takes milliseconds however
+many calls there were. --by error_rate, latency (P95), cost or calls.
+
+With --source records it lists the ToolCall records the gateway wrote and
+aggregates them:
 
   CALLS       every call, whatever its phase
   SUCCEEDED   calls that ran and succeeded
@@ -347,17 +366,31 @@ aggregates them per tool, or per agent and tool with --per-agent:
   P50, P95    latency of the executions (completedAt - startedAt; time spent waiting
               for an approval is not counted), nearest-rank percentiles
 
---by error_rate sorts by error rate, --by latency by P95, --by count by CALLS, highest
-first.`,
+--by error_rate sorts by error rate, --by latency by P95, --by count (or calls) by
+CALLS, highest first.`,
 		Example: `  warden toolcalls top
   warden toolcalls top --by error_rate --since 24h
-  warden toolcalls top --by latency --agent support-bot --per-agent -o json`,
+  warden toolcalls top --by latency --agent support-bot --per-agent -o json
+  warden toolcalls top --by cost --since 24h
+  warden toolcalls top --source records --by error_rate`,
 		Args: wrapArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch {
+			case o.source != sourceMetrics && o.source != sourceRecords:
+				return usagef("unknown --source %q: use metrics or records", o.source)
+			case o.source == sourceRecords && o.by == byCalls:
+				o.by = byCount
+			case o.source == sourceMetrics && o.by == byCount:
+				o.by = byCalls
+			}
 			switch o.by {
-			case byErrorRate, byLatency, byCount:
+			case byErrorRate, byLatency, byCount, byCalls:
+			case byCost:
+				if o.source == sourceRecords {
+					return usagef("--by cost needs --source metrics: ToolCall records carry no cost")
+				}
 			default:
-				return usagef("unknown --by %q: use error_rate, latency or count", o.by)
+				return usagef("unknown --by %q: use error_rate, latency, cost or calls", o.by)
 			}
 			if o.output != outTable && o.output != outJSON {
 				return usagef("unknown output format %q: use table or json", o.output)
@@ -368,12 +401,17 @@ first.`,
 			if err := checkSince(o.since); err != nil {
 				return err
 			}
+			if o.source == sourceMetrics {
+				return a.topMetrics(cmd.Context(), o)
+			}
 			return a.top(cmd.Context(), o)
 		},
 	}
 	a.addNamespaceFlag(cmd)
 	f := cmd.Flags()
-	f.StringVar(&o.by, "by", byCount, "sort key: error_rate, latency or count")
+	f.StringVar(&o.source, "source", sourceMetrics, "metrics: the trace service's metrics API; records: the ToolCall records")
+	o.traceServer.add(f)
+	f.StringVar(&o.by, "by", byCalls, "sort key: error_rate, latency, cost or calls (count)")
 	f.StringVar(&o.since, "since", "1h", "only calls created after this (a duration back from now, or an RFC 3339 time; empty: all)")
 	f.StringVar(&o.agent, "agent", "", "only the calls of this agent")
 	f.IntVar(&o.limit, "limit", 10, "show at most this many rows (0: all)")
