@@ -309,11 +309,11 @@ type topOptions struct {
 	source      string
 	traceServer traceServerFlag
 	by          string
-	since    string
-	agent    string
-	limit    int
-	perAgent bool
-	output   string
+	since       string
+	agent       string
+	limit       int
+	perAgent    bool
+	output      string
 }
 
 // toolStats is one row of toolcalls top.
