@@ -31,7 +31,7 @@ BENCHTIME ?= 1s
 IMAGE     ?= warden:dev
 RUN_ARGS  ?= up
 
-.PHONY: help build test lint bench bench-gateway fuzz run docker generate-free generate-check tools test-deps check-postgres
+.PHONY: help build test lint bench bench-gateway bench-otlp fuzz run docker generate-free generate-check tools test-deps check-postgres
 
 help: ## List the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-15s %s\n", $$1, $$2}'
@@ -78,6 +78,19 @@ bench-gateway: build ## Load-test the tool gateway (SQLite and Postgres): calls/
 	psql "$$TEST_DATABASE_URL" -qc "CREATE DATABASE $$db" && \
 	trap 'psql "$$TEST_DATABASE_URL" -qc "DROP DATABASE IF EXISTS $$db WITH (FORCE)"' EXIT && \
 	./warden bench gateway --rate $(GATEWAY_BENCH_RATE) --duration $(GATEWAY_BENCH_DURATION) \
+		--store "$$(echo "$$TEST_DATABASE_URL" | sed -E "s#/[^/?]+(\?|$$)#/$$db\1#")"
+
+# bench-otlp sends agent traces to the trace service over OTLP/gRPC in
+# exports of 512 spans, on SQLite and on Postgres (a fresh database on
+# TEST_DATABASE_URL's server), and times trace reads and toolcalls top.
+OTLP_BENCH_DURATION ?= 10s
+OTLP_BENCH_SENDERS  ?= 8
+bench-otlp: build ## Load-test the trace service (SQLite and Postgres): spans/s, GET /v1/traces/{id}, toolcalls top.
+	./warden bench otlp --duration $(OTLP_BENCH_DURATION) --senders $(OTLP_BENCH_SENDERS)
+	@db="warden_bench_$$$$"; \
+	psql "$$TEST_DATABASE_URL" -qc "CREATE DATABASE $$db" && \
+	trap 'psql "$$TEST_DATABASE_URL" -qc "DROP DATABASE IF EXISTS $$db WITH (FORCE)"' EXIT && \
+	./warden bench otlp --duration $(OTLP_BENCH_DURATION) --senders $(OTLP_BENCH_SENDERS) \
 		--store "$$(echo "$$TEST_DATABASE_URL" | sed -E "s#/[^/?]+(\?|$$)#/$$db\1#")"
 
 fuzz: ## Run every fuzz target for FUZZTIME each (default 10s).
