@@ -63,12 +63,20 @@ type SpanResource struct {
 	Data []byte
 }
 
+// Widths of rollup buckets, in seconds.
+const (
+	RollupMinute int64 = 60
+	RollupHour   int64 = 3600
+)
+
 // SpanRollup holds the aggregates of the calls (spans naming a tool or a
-// model) of one namespace, agent, tool and model in one minute. Writes add
-// to the stored row.
+// model) of one namespace, agent, tool and model in one bucket of Width
+// seconds (RollupMinute or RollupHour). Writes add to the stored row.
 type SpanRollup struct {
 	Namespace, Agent, Tool, Model string
-	// Minute is the Unix second the minute starts at.
+	// Width is the bucket's length in seconds; zero means RollupMinute.
+	Width int64
+	// Minute is the Unix second the bucket starts at.
 	Minute     int64
 	Calls      int64
 	Errors     int64
@@ -157,9 +165,13 @@ type TraceSummary struct {
 type RollupFilter struct {
 	// Namespaces limits the rows to these namespaces; nil means all.
 	Namespaces []string
-	// Since and Until bound the minute, Unix seconds: Since inclusive, Until
-	// exclusive.
+	// Since and Until bound the buckets, Unix seconds on whole minutes:
+	// Since inclusive, Until exclusive. The whole hours between them are
+	// read from hour buckets, the rest from minute buckets.
 	Since, Until int64
+	// Need names the aggregates to sum ("calls", "errors", "latency",
+	// "cost", "tokens", "hist"); the others come back zero. Empty: all.
+	Need []string
 	// Equal and NotEqual match the dimensions "namespace", "agent",
 	// "tool" and "model".
 	Equal, NotEqual map[string]string

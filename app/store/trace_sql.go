@@ -12,6 +12,8 @@ import (
 type TraceSQL struct {
 	// Placeholder returns the n-th (1-based) parameter: "?" or "$n".
 	Placeholder func(n int) string
+	// Zero is a zero the driver scans like a sum: "0" or "0::float8".
+	Zero string
 }
 
 // SpanColumns are the columns of the spans table, in Span's order.
@@ -139,7 +141,7 @@ func RollupColumns() []string {
 
 // RollupUpsert returns the statement that adds one rollup row.
 func (q TraceSQL) RollupUpsert() string {
-	cols := append([]string{"tenant_id", "minute", "namespace", "agent", "tool", "model"}, RollupColumns()...)
+	cols := append([]string{"tenant_id", "width", "minute", "namespace", "agent", "tool", "model"}, RollupColumns()...)
 	ps := make([]string, len(cols))
 	for i := range cols {
 		ps[i] = q.Placeholder(i + 1)
@@ -149,54 +151,112 @@ func (q TraceSQL) RollupUpsert() string {
 		sets = append(sets, c+" = span_rollups."+c+" + excluded."+c)
 	}
 	return "INSERT INTO span_rollups (" + strings.Join(cols, ", ") + ") VALUES (" + strings.Join(ps, ", ") +
-		") ON CONFLICT (tenant_id, minute, namespace, agent, tool, model) DO UPDATE SET " + strings.Join(sets, ", ")
+		") ON CONFLICT (tenant_id, width, minute, namespace, agent, tool, model) DO UPDATE SET " + strings.Join(sets, ", ")
 }
 
 // RollupArgs returns the parameters of RollupUpsert for r.
 func RollupArgs(tenant string, r *SpanRollup) []any {
-	args := []any{tenant, r.Minute, r.Namespace, r.Agent, r.Tool, r.Model, r.Calls, r.Errors, r.LatencySum, r.Cost, r.Tokens}
+	width := r.Width
+	if width == 0 {
+		width = RollupMinute
+	}
+	args := []any{tenant, width, r.Minute, r.Namespace, r.Agent, r.Tool, r.Model, r.Calls, r.Errors, r.LatencySum, r.Cost, r.Tokens}
 	for _, h := range r.Hist {
 		args = append(args, h)
 	}
 	return args
 }
 
+// rollupNeeds maps RollupFilter.Need to the columns summed.
+var rollupNeeds = map[string][]string{
+	"calls": {"calls"}, "errors": {"errors"}, "latency": {"latency_sum"}, "cost": {"cost"}, "tokens": {"tokens"},
+	"hist": func() []string {
+		var out []string
+		for i := range SpanHistBuckets {
+			out = append(out, "h"+strconv.Itoa(i))
+		}
+		return out
+	}(),
+}
+
 // SpanRollupList returns the query of SpanRollupList: the group columns,
-// then the summed aggregates.
+// then the sums of RollupColumns (0 for those not needed). The whole hours
+// of the range come from hour buckets and its edges from minute buckets,
+// so a day reads 24 rows per group, not 1,440.
 func (q TraceSQL) SpanRollupList(tenant string, f RollupFilter) (string, []any, error) {
 	a := &sqlArgs{ph: q.Placeholder}
-	w := []string{"tenant_id = " + a.add(tenant), "minute >= " + a.add(f.Since), "minute < " + a.add(f.Until)}
-	if f.Namespaces != nil {
-		w = append(w, "namespace IN "+a.in(anySlice(f.Namespaces)))
-	}
-	for _, d := range sortedKeys(f.Equal) {
+	for _, d := range append(append(sortedKeys(f.Equal), sortedKeys(f.NotEqual)...), f.GroupBy...) {
 		if !slices.Contains(RollupDimensions, d) {
 			return "", nil, fmt.Errorf("unknown dimension %q", d)
 		}
-		w = append(w, d+" = "+a.add(f.Equal[d]))
 	}
-	for _, d := range sortedKeys(f.NotEqual) {
-		if !slices.Contains(RollupDimensions, d) {
-			return "", nil, fmt.Errorf("unknown dimension %q", d)
+	// filters writes the conditions of every part, with their parameters
+	// in text order (SQLite's "?" are positional).
+	filters := func() []string {
+		var w []string
+		if f.Namespaces != nil {
+			w = append(w, "namespace IN "+a.in(anySlice(f.Namespaces)))
 		}
-		w = append(w, d+" <> "+a.add(f.NotEqual[d]))
-	}
-	if f.ToolsOnly {
-		w = append(w, "tool <> ''")
-	}
-	if f.ModelsOnly {
-		w = append(w, "model <> ''")
+		for _, d := range sortedKeys(f.Equal) {
+			w = append(w, d+" = "+a.add(f.Equal[d]))
+		}
+		for _, d := range sortedKeys(f.NotEqual) {
+			w = append(w, d+" <> "+a.add(f.NotEqual[d]))
+		}
+		if f.ToolsOnly {
+			w = append(w, "tool <> ''")
+		}
+		if f.ModelsOnly {
+			w = append(w, "model <> ''")
+		}
+		return w
 	}
 	for _, g := range f.GroupBy {
 		if !slices.Contains(RollupDimensions, g) {
 			return "", nil, fmt.Errorf("unknown dimension %q", g)
 		}
 	}
+	// calls is always summed: a NULL sum is how an empty range shows.
+	need := map[string]bool{"calls": true}
+	for _, n := range f.Need {
+		cols, ok := rollupNeeds[n]
+		if !ok {
+			return "", nil, fmt.Errorf("unknown aggregate %q", n)
+		}
+		for _, c := range cols {
+			need[c] = true
+		}
+	}
 	sel := slices.Clone(f.GroupBy)
 	for _, c := range RollupColumns() {
-		sel = append(sel, "sum("+c+")")
+		if len(f.Need) == 0 || need[c] {
+			sel = append(sel, "sum("+c+")")
+		} else {
+			sel = append(sel, q.Zero)
+		}
 	}
-	sql := "SELECT " + strings.Join(sel, ", ") + " FROM span_rollups WHERE " + strings.Join(w, " AND ")
+	// The ranges: hours [h0, h1) from hour buckets, the rest in minutes.
+	type span struct{ width, from, to int64 }
+	h0 := (f.Since + RollupHour - 1) / RollupHour * RollupHour
+	h1 := f.Until / RollupHour * RollupHour
+	var ranges []span
+	if h0 < h1 {
+		ranges = []span{{RollupMinute, f.Since, h0}, {RollupHour, h0, h1}, {RollupMinute, h1, f.Until}}
+	} else {
+		ranges = []span{{RollupMinute, f.Since, f.Until}}
+	}
+	var parts []string
+	for _, r := range ranges {
+		if r.from >= r.to {
+			continue
+		}
+		where := append([]string{"tenant_id = " + a.add(tenant), "width = " + a.add(r.width), "minute >= " + a.add(r.from), "minute < " + a.add(r.to)}, filters()...)
+		parts = append(parts, "SELECT * FROM span_rollups WHERE "+strings.Join(where, " AND "))
+	}
+	if len(parts) == 0 {
+		parts = []string{"SELECT * FROM span_rollups WHERE tenant_id = " + a.add(tenant) + " AND 1 = 0"}
+	}
+	sql := "SELECT " + strings.Join(sel, ", ") + " FROM (" + strings.Join(parts, " UNION ALL ") + ") r"
 	if len(f.GroupBy) > 0 {
 		sql += " GROUP BY " + strings.Join(f.GroupBy, ", ")
 	}

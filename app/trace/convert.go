@@ -395,7 +395,7 @@ func firstFloat(kvs []*commonpb.KeyValue, keys []string) float64 {
 // rollupKey is the identity of a rollup row.
 type rollupKey struct {
 	ns, agent, tool, model string
-	minute                 int64
+	width, minute          int64
 }
 
 // rollupSet aggregates calls into rollup rows.
@@ -415,28 +415,32 @@ func (s *rollupSet) add(row *store.Span) {
 	if strings.HasPrefix(row.Name, "warden.") && row.Name != "warden.toolcall" {
 		return
 	}
-	k := rollupKey{row.Namespace, row.Agent, row.Tool, row.Model, row.Start / 1e9 / 60 * 60}
-	r := s.m[k]
-	if r == nil {
-		r = &store.SpanRollup{Namespace: k.ns, Agent: k.agent, Tool: k.tool, Model: k.model, Minute: k.minute}
-		s.m[k] = r
-	}
+	secs := row.Start / 1e9
 	ms := float64(row.End-row.Start) / 1e6
-	r.Calls++
-	if row.Status == store.SpanStatusError {
-		r.Errors++
+	// Every call counts in its minute and in its hour.
+	for _, width := range []int64{store.RollupMinute, store.RollupHour} {
+		k := rollupKey{row.Namespace, row.Agent, row.Tool, row.Model, width, secs / width * width}
+		r := s.m[k]
+		if r == nil {
+			r = &store.SpanRollup{Namespace: k.ns, Agent: k.agent, Tool: k.tool, Model: k.model, Width: width, Minute: k.minute}
+			s.m[k] = r
+		}
+		r.Calls++
+		if row.Status == store.SpanStatusError {
+			r.Errors++
+		}
+		r.LatencySum += ms
+		r.Cost += row.Cost
+		r.Tokens += row.Tokens
+		r.Hist[store.SpanHistBucket(ms)]++
 	}
-	r.LatencySum += ms
-	r.Cost += row.Cost
-	r.Tokens += row.Tokens
-	r.Hist[store.SpanHistBucket(ms)]++
 }
 
 // merge adds every row of o.
 func (s *rollupSet) merge(rs []store.SpanRollup) {
 	for i := range rs {
 		r := &rs[i]
-		k := rollupKey{r.Namespace, r.Agent, r.Tool, r.Model, r.Minute}
+		k := rollupKey{r.Namespace, r.Agent, r.Tool, r.Model, r.Width, r.Minute}
 		if have := s.m[k]; have != nil {
 			have.Add(r)
 			continue
@@ -454,7 +458,7 @@ func (s *rollupSet) list() []store.SpanRollup {
 		out = append(out, *r)
 	}
 	slices.SortFunc(out, func(a, b store.SpanRollup) int {
-		return cmp.Or(cmp.Compare(a.Minute, b.Minute), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Agent, b.Agent),
+		return cmp.Or(cmp.Compare(a.Width, b.Width), cmp.Compare(a.Minute, b.Minute), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Agent, b.Agent),
 			cmp.Compare(a.Tool, b.Tool), cmp.Compare(a.Model, b.Model))
 	})
 	return out

@@ -29,7 +29,7 @@ type backend struct {
 	open func(t *testing.T) store.Store
 }
 
-func openSQLite(t *testing.T) store.Store {
+func openSQLite(t testing.TB) store.Store {
 	t.Helper()
 	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "warden.db"), sqlite.Options{})
 	require.NoError(t, err)
@@ -45,7 +45,7 @@ func openPostgres(t *testing.T) store.Store {
 	return s
 }
 
-var backends = []backend{{"sqlite", openSQLite}, {"postgres", openPostgres}}
+var backends = []backend{{"sqlite", func(t *testing.T) store.Store { return openSQLite(t) }}, {"postgres", openPostgres}}
 
 // harness is a trace service serving on loopback listeners.
 type harness struct {
@@ -57,7 +57,7 @@ type harness struct {
 }
 
 // newHarness serves a trace service over st until the test ends.
-func newHarness(t *testing.T, st store.Store, mod func(*trace.Config)) *harness {
+func newHarness(t testing.TB, st store.Store, mod func(*trace.Config)) *harness {
 	t.Helper()
 	authn := auth.NewAuthenticator(st, time.Now)
 	cfg := trace.Config{Store: st, Ingest: authn, Query: authn, Authz: authz.New(st, nil), Writers: 2}
@@ -87,7 +87,7 @@ func newHarness(t *testing.T, st store.Store, mod func(*trace.Config)) *harness 
 
 // apiKey creates tenant (when new) and an API key of role in namespace ns
 // and returns its secret.
-func apiKey(t *testing.T, st store.Store, tenant, name, ns, role, agent string) string {
+func apiKey(t testing.TB, st store.Store, tenant, name, ns, role, agent string) string {
 	t.Helper()
 	ctx := context.Background()
 	_ = st.TenantCreate(ctx, store.TenantRecord{ID: tenant, CreatedAt: time.Now()})
@@ -100,7 +100,7 @@ func apiKey(t *testing.T, st store.Store, tenant, name, ns, role, agent string) 
 }
 
 // get calls the query API and decodes a 200 answer into out.
-func (h *harness) get(t *testing.T, key, path string, out any) (int, string) {
+func (h *harness) get(t testing.TB, key, path string, out any) (int, string) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, h.queryURL+path, nil)
 	require.NoError(t, err)
@@ -136,7 +136,7 @@ func (h *harness) post(t *testing.T, key, path, contentType string, body io.Read
 }
 
 // spanCount counts the stored spans of tenant.
-func spanCount(t *testing.T, st store.Store, tenant string) int {
+func spanCount(t testing.TB, st store.Store, tenant string) int {
 	t.Helper()
 	rows, err := st.SpanList(context.Background(), tenant, store.SpanFilter{Status: -1})
 	require.NoError(t, err)

@@ -66,6 +66,19 @@ func (q MetricQuery) Unit() string {
 	return q.Metric
 }
 
+// needs returns the aggregates the query reads (store.RollupFilter.Need).
+func (q MetricQuery) needs() []string {
+	switch {
+	case q.Func == "error_rate":
+		return []string{"calls", "errors"}
+	case q.Metric == "latency" && q.Func == "avg":
+		return []string{"calls", "latency"}
+	case q.Metric == "latency":
+		return []string{"calls", "hist"}
+	}
+	return []string{"calls", q.Metric}
+}
+
 // lexer splits a query into tokens.
 type lexer struct {
 	s   string

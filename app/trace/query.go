@@ -456,7 +456,7 @@ func (s *Service) handleMetrics(c *fiber.Ctx) error {
 	from := at.Add(-q.Window).Unix() / 60 * 60
 	to := at.Unix()/60*60 + 60
 	rows, err := s.st.SpanRollupList(c.UserContext(), p.Tenant, store.RollupFilter{Namespaces: nss, Since: from, Until: to,
-		Equal: q.Equal, NotEqual: q.NotEqual, GroupBy: q.By})
+		Equal: q.Equal, NotEqual: q.NotEqual, GroupBy: q.By, Need: q.needs()})
 	if err != nil {
 		return err
 	}

@@ -50,10 +50,13 @@ CREATE TABLE span_resources (
 );
 
 -- span_rollups aggregates the calls of one namespace, agent, tool and model
--- per minute ('' where the calls name none); writes add to the row. h0 to
--- h18 count latencies per bucket (store.SpanHistBounds).
+-- ('' where the calls name none) per minute (width 60) and per hour (width
+-- 3600: long windows read hours and only their edges in minutes); minute is
+-- the Unix second the bucket starts. Writes add to the row. h0 to h18 count
+-- latencies per bucket (store.SpanHistBounds).
 CREATE TABLE span_rollups (
     tenant_id   text COLLATE "C" NOT NULL,
+    width       integer NOT NULL,
     minute      bigint NOT NULL,
     namespace   text COLLATE "C" NOT NULL,
     agent       text COLLATE "C" NOT NULL,
@@ -69,7 +72,7 @@ CREATE TABLE span_rollups (
     h8 bigint NOT NULL, h9 bigint NOT NULL, h10 bigint NOT NULL, h11 bigint NOT NULL,
     h12 bigint NOT NULL, h13 bigint NOT NULL, h14 bigint NOT NULL, h15 bigint NOT NULL,
     h16 bigint NOT NULL, h17 bigint NOT NULL, h18 bigint NOT NULL,
-    PRIMARY KEY (tenant_id, minute, namespace, agent, tool, model)
+    PRIMARY KEY (tenant_id, width, minute, namespace, agent, tool, model)
 ) WITH (fillfactor = 80);
 
 -- ocsf_events holds OCSF 1.x events sent to POST /v1/ocsf.

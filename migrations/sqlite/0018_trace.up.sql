@@ -47,10 +47,13 @@ CREATE TABLE span_resources (
 ) WITHOUT ROWID;
 
 -- span_rollups aggregates the calls of one namespace, agent, tool and model
--- per minute ('' where the calls name none); writes add to the row. h0 to
--- h18 count latencies per bucket (store.SpanHistBounds).
+-- ('' where the calls name none) per minute (width 60) and per hour (width
+-- 3600: long windows read hours and only their edges in minutes); minute is
+-- the Unix second the bucket starts. Writes add to the row. h0 to h18 count
+-- latencies per bucket (store.SpanHistBounds).
 CREATE TABLE span_rollups (
     tenant_id   TEXT NOT NULL,
+    width       INTEGER NOT NULL,
     minute      INTEGER NOT NULL,
     namespace   TEXT NOT NULL,
     agent       TEXT NOT NULL,
@@ -66,7 +69,7 @@ CREATE TABLE span_rollups (
     h8 INTEGER NOT NULL, h9 INTEGER NOT NULL, h10 INTEGER NOT NULL, h11 INTEGER NOT NULL,
     h12 INTEGER NOT NULL, h13 INTEGER NOT NULL, h14 INTEGER NOT NULL, h15 INTEGER NOT NULL,
     h16 INTEGER NOT NULL, h17 INTEGER NOT NULL, h18 INTEGER NOT NULL,
-    PRIMARY KEY (tenant_id, minute, namespace, agent, tool, model)
+    PRIMARY KEY (tenant_id, width, minute, namespace, agent, tool, model)
 ) WITHOUT ROWID;
 
 -- ocsf_events holds OCSF 1.x events sent to POST /v1/ocsf.

@@ -251,9 +251,9 @@ func testRowLevelSecurity(t *testing.T, url string, s store.Store) {
 		{"usage_counters", `INSERT INTO usage_counters (tenant_id, key, window_start, calls, cost) VALUES ($1, 'evil', now(), 1, 0)`, `calls = calls`},
 		{"spans", `INSERT INTO spans (tenant_id, namespace, trace_id, span_id, name, kind, start_ns, end_ns, status, resource, data) VALUES ($1, 'default', '\x01', '\x01', 'evil', 1, 1, 1, 0, 1, '')`, `name = name`},
 		{"span_resources", `INSERT INTO span_resources (tenant_id, id, data, last_seen) VALUES ($1, 99, '', 1)`, `data = data`},
-		{"span_rollups", `INSERT INTO span_rollups (tenant_id, minute, namespace, agent, tool, model, calls, errors, latency_sum, cost, tokens,
+		{"span_rollups", `INSERT INTO span_rollups (tenant_id, width, minute, namespace, agent, tool, model, calls, errors, latency_sum, cost, tokens,
 			h0, h1, h2, h3, h4, h5, h6, h7, h8, h9, h10, h11, h12, h13, h14, h15, h16, h17, h18)
-			VALUES ($1, 0, 'default', '', 'evil', '', 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)`, `calls = calls`},
+			VALUES ($1, 60, 0, 'default', '', 'evil', '', 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)`, `calls = calls`},
 		{"ocsf_events", `INSERT INTO ocsf_events (tenant_id, namespace, time_ms, class_uid, activity_id, severity_id, status_id, actor, operation, data) VALUES ($1, 'default', 1, 6003, 1, 1, 1, 'evil', 'x', '')`, `actor = actor`},
 	}
 	for _, tb := range tables {

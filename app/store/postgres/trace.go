@@ -12,7 +12,7 @@ import (
 )
 
 // traceSQL writes Postgres's parameters.
-var traceSQL = store.TraceSQL{Placeholder: func(n int) string { return "$" + strconv.Itoa(n) }}
+var traceSQL = store.TraceSQL{Placeholder: func(n int) string { return "$" + strconv.Itoa(n) }, Zero: "0::float8"}
 
 // qSpanInsert inserts a whole batch in one statement over arrays, one per
 // column (COPY is refused on tables under row-level security).

@@ -11,7 +11,7 @@ import (
 )
 
 // traceSQL writes SQLite's parameters.
-var traceSQL = store.TraceSQL{Placeholder: func(int) string { return "?" }}
+var traceSQL = store.TraceSQL{Placeholder: func(int) string { return "?" }, Zero: "0"}
 
 // spanInsertRows is how many spans one INSERT statement carries: fewer
 // statements are most of the cost saved, and 64 × 18 parameters stay far
@@ -311,7 +311,7 @@ func (s *Store) SpanExpire(ctx context.Context, tenant string, before time.Time,
 		arg any
 	}{
 		{`DELETE FROM spans WHERE rowid IN (SELECT rowid FROM spans WHERE tenant_id = ? AND start_ns < ? ORDER BY start_ns LIMIT ?)`, ns},
-		{`DELETE FROM span_rollups WHERE (tenant_id, minute, namespace, agent, tool, model) IN (SELECT tenant_id, minute, namespace, agent, tool, model
+		{`DELETE FROM span_rollups WHERE (tenant_id, width, minute, namespace, agent, tool, model) IN (SELECT tenant_id, width, minute, namespace, agent, tool, model
 			FROM span_rollups WHERE tenant_id = ? AND minute < ? ORDER BY minute LIMIT ?)`, before.Unix() / 60 * 60},
 		{`DELETE FROM span_resources WHERE (tenant_id, id) IN (SELECT tenant_id, id FROM span_resources WHERE tenant_id = ? AND last_seen < ? LIMIT ?)`, ns},
 		{`DELETE FROM ocsf_events WHERE id IN (SELECT id FROM ocsf_events WHERE tenant_id = ? AND time_ms < ? ORDER BY time_ms LIMIT ?)`, before.UnixMilli()},

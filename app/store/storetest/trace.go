@@ -19,6 +19,7 @@ var traceTests = []struct {
 	{"SpanWriteList", testSpanWriteList},
 	{"SpanFilters", testSpanFilters},
 	{"SpanRollups", testSpanRollups},
+	{"SpanRollupsHours", testSpanRollupsHours},
 	{"SpanIsolation", testSpanIsolation},
 	{"SpanExpire", testSpanExpire},
 	{"OCSFEvents", testOCSFEvents},
@@ -265,4 +266,34 @@ func testOCSFEvents(t *testing.T, s store.Store) {
 	require.NoError(t, err)
 	require.Len(t, page, 1)
 	require.Equal(t, int64(1003), page[0].Time)
+}
+
+// testSpanRollupsHours reads the whole hours of a range from hour buckets
+// and its edges from minute buckets, counting every call once.
+func testSpanRollupsHours(t *testing.T, s store.Store) {
+	ctx, tenant := context.Background(), NewTenant()
+	h := int64(1_800_000_000) / 3600 * 3600
+	r := func(width, start, calls int64) store.SpanRollup {
+		return store.SpanRollup{Namespace: "default", Tool: "x.get", Width: width, Minute: start, Calls: calls, Errors: calls}
+	}
+	require.NoError(t, s.SpanWrite(ctx, tenant, &store.SpanBatch{Rollups: []store.SpanRollup{
+		r(store.RollupHour, h-3600, 1000),                                  // an hour only partly inside: its minutes count
+		r(store.RollupMinute, h-300, 1),                                    // inside, before the whole hour
+		r(store.RollupMinute, h-1200, 500),                                 // before the range
+		r(store.RollupHour, h, 100),                                        // the whole hour inside
+		r(store.RollupMinute, h+60, 60), r(store.RollupMinute, h+1800, 40), // its minutes: not counted again
+		r(store.RollupMinute, h+3600+300, 2), // inside, after the whole hour
+		r(store.RollupHour, h+3600, 2),       // an hour only partly inside
+	}}))
+	got, err := s.SpanRollupList(ctx, tenant, store.RollupFilter{Since: h - 600, Until: h + 3600 + 600, Need: []string{"calls"}})
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	require.Equal(t, int64(103), got[0].Calls)
+	require.Zero(t, got[0].Errors, "errors were not asked for")
+	// Within one hour: minutes only.
+	got, err = s.SpanRollupList(ctx, tenant, store.RollupFilter{Since: h, Until: h + 1800, GroupBy: []string{"tool"}})
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	require.Equal(t, int64(60), got[0].Calls)
+	require.Equal(t, int64(60), got[0].Errors)
 }
