@@ -451,6 +451,8 @@ func (s *Service) handleMetrics(c *fiber.Ctx) error {
 	if at.IsZero() {
 		at = s.now()
 	}
+	// Aggregates still in memory count too.
+	s.writer.FlushRollups(c.UserContext(), p.Tenant)
 	// The window covers whole minutes: from the minute the window starts
 	// in to the end of the minute of at.
 	from := at.Add(-q.Window).Unix() / 60 * 60

@@ -36,12 +36,24 @@ func size(b *store.SpanBatch) int { return max(1, len(b.Spans)+len(b.Events)) }
 // exports become few large transactions, the cost that decides ingest
 // throughput. A full queue refuses new batches (ErrBusy) instead of
 // growing.
+//
+// Rollups are not written with their spans: a batch of 512 spans names a
+// few hundred (agent, tool) pairs, and an upsert per pair and bucket cost
+// more than the spans. They are added up in memory per tenant and written
+// every rollupEvery, before a metrics query of the tenant (FlushRollups),
+// and on Close. A crash loses at most the last rollupEvery of aggregates;
+// acknowledged spans are never lost.
 type Writer struct {
 	st       store.TraceStore
 	log      *slog.Logger
 	capacity int
 	maxBatch int
 	metrics  *Metrics
+
+	// rollMu guards rollups, the aggregates not yet written, per tenant.
+	rollMu    sync.Mutex
+	rollups   map[string]*rollupSet
+	lastFlush time.Time
 
 	mu      sync.Mutex
 	queued  int
@@ -54,7 +66,8 @@ type Writer struct {
 
 // NewWriter starts workers writers over st.
 func NewWriter(st store.TraceStore, capacity, maxBatch, workers int, m *Metrics, log *slog.Logger) *Writer {
-	w := &Writer{st: st, log: log, capacity: capacity, maxBatch: maxBatch, metrics: m, wake: make(chan struct{}, 1), stop: make(chan struct{})}
+	w := &Writer{st: st, log: log, capacity: capacity, maxBatch: maxBatch, metrics: m, wake: make(chan struct{}, 1), stop: make(chan struct{}),
+		rollups: map[string]*rollupSet{}, lastFlush: time.Now()}
 	m.queueCapacity.Store(int64(capacity))
 	for range workers {
 		w.wg.Add(1)
@@ -138,9 +151,15 @@ func (w *Writer) release(jobs []*job) {
 	w.mu.Unlock()
 }
 
+// rollupEvery is how often added-up rollups are written.
+const rollupEvery = time.Second
+
 func (w *Writer) loop() {
 	defer w.wg.Done()
+	tick := time.NewTicker(rollupEvery)
+	defer tick.Stop()
 	for {
+		w.flushIfDue()
 		jobs := w.take()
 		if jobs == nil {
 			w.mu.Lock()
@@ -152,6 +171,7 @@ func (w *Writer) loop() {
 			select {
 			case <-w.wake:
 			case <-w.stop:
+			case <-tick.C:
 			}
 			continue
 		}
@@ -166,15 +186,33 @@ func (w *Writer) loop() {
 }
 
 // write stores jobs in one transaction; when that fails, each alone, so
-// one bad batch fails only its own sender.
+// one bad batch fails only its own sender. The rollups of the batches
+// stored are added up for the next flush.
 func (w *Writer) write(jobs []*job) {
 	tenant := jobs[0].tenant
+	rollups := make([][]store.SpanRollup, len(jobs))
+	for i, j := range jobs {
+		rollups[i], j.batch.Rollups = j.batch.Rollups, nil
+	}
+	stored := func(i int) {
+		w.rollMu.Lock()
+		set := w.rollups[tenant]
+		if set == nil {
+			set = newRollupSet()
+			w.rollups[tenant] = set
+		}
+		set.merge(rollups[i])
+		w.rollMu.Unlock()
+	}
 	if len(jobs) == 1 {
-		w.finish(jobs[0], w.store(tenant, jobs[0].batch))
+		err := w.store(tenant, jobs[0].batch)
+		if err == nil {
+			stored(0)
+		}
+		w.finish(jobs[0], err)
 		return
 	}
 	merged := &store.SpanBatch{}
-	rollups := newRollupSet()
 	seen := map[int64]bool{}
 	for _, j := range jobs {
 		merged.Spans = append(merged.Spans, j.batch.Spans...)
@@ -185,17 +223,61 @@ func (w *Writer) write(jobs []*job) {
 				merged.Resources = append(merged.Resources, r)
 			}
 		}
-		rollups.merge(j.batch.Rollups)
 	}
-	merged.Rollups = rollups.list()
 	if err := w.store(tenant, merged); err == nil {
-		for _, j := range jobs {
+		for i, j := range jobs {
+			stored(i)
 			w.finish(j, nil)
 		}
 		return
 	}
-	for _, j := range jobs {
-		w.finish(j, w.store(tenant, j.batch))
+	for i, j := range jobs {
+		err := w.store(tenant, j.batch)
+		if err == nil {
+			stored(i)
+		}
+		w.finish(j, err)
+	}
+}
+
+// flushIfDue writes the added-up rollups when rollupEvery has passed.
+func (w *Writer) flushIfDue() {
+	w.rollMu.Lock()
+	due := time.Since(w.lastFlush) >= rollupEvery && len(w.rollups) > 0
+	w.rollMu.Unlock()
+	if due {
+		w.FlushRollups(context.Background(), "")
+	}
+}
+
+// FlushRollups writes the added-up rollups of tenant ("" for every tenant)
+// now. A tenant's rollups that fail to be written are kept for the next
+// flush.
+func (w *Writer) FlushRollups(ctx context.Context, tenant string) {
+	w.rollMu.Lock()
+	take := map[string]*rollupSet{}
+	for t, set := range w.rollups {
+		if tenant == "" || t == tenant {
+			take[t] = set
+			delete(w.rollups, t)
+		}
+	}
+	if tenant == "" {
+		w.lastFlush = time.Now()
+	}
+	w.rollMu.Unlock()
+	for t, set := range take {
+		err := w.st.SpanWrite(ctx, t, &store.SpanBatch{Rollups: set.list()})
+		if err == nil {
+			continue
+		}
+		w.log.Error("store call rollups", "tenant", t, "err", err)
+		w.rollMu.Lock()
+		if cur := w.rollups[t]; cur != nil {
+			set.merge(cur.list())
+		}
+		w.rollups[t] = set
+		w.rollMu.Unlock()
 	}
 }
 
@@ -227,4 +309,5 @@ func (w *Writer) Close() {
 	}
 	w.mu.Unlock()
 	w.wg.Wait()
+	w.FlushRollups(context.Background(), "")
 }
