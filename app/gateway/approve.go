@@ -106,6 +106,12 @@ func (g *Gateway) Decide(ctx context.Context, p auth.Principal, ns, name string,
 			conflict = apierr.New(apierr.CodeConflict, "approval %q expired at %s", name, exp.Format(time.RFC3339))
 			return nil
 		}
+		if err := authz.AuthorizeDecision(p, requesterOf(ap)); err != nil {
+			conflict = apierr.New(apierr.CodeForbidden, "%s requested approval %q and may not decide it, whatever its role bindings", p.Subject, name)
+			_, err := tx.AuditInsert(ctx, audit.Record{Time: now, Tenant: p.Tenant, Actor: p.Subject, Verb: obj, Namespace: ns,
+				Resource: "Approval/" + name, Outcome: audit.OutcomeDenied, Policy: "separation of duties: the requester never decides", Reason: err.Error()})
+			return err
+		}
 		w := &approvalWriter{g: g, tx: tx, tenant: p.Tenant, ns: ns, now: now}
 		out, err = w.decide(ctx, ap, status, who, req.Rationale)
 		if err != nil {
@@ -171,6 +177,13 @@ func (g *Gateway) scheduleResume(ctx context.Context, tenant, ns, call string) {
 			g.log.Error("resume approved call", "toolcall", call, "err", err)
 		}
 	}()
+}
+
+// requesterOf returns who requested an approval: its agent and the
+// requesting credential.
+func requesterOf(ap *resource.Object) authz.Requester {
+	return authz.Requester{Namespace: ap.Metadata.Namespace, Agent: refName(ap.Spec, "agentRef"),
+		Subject: ap.Metadata.Annotations[AnnotationRequestedBy]}
 }
 
 func refName(spec map[string]any, field string) string {
@@ -465,7 +478,8 @@ func (g *Gateway) RequestApproval(ctx context.Context, p auth.Principal, req App
 	name := approvalPrefix + newSuffix(now)
 	ap := &resource.Object{
 		APIVersion: resource.GroupVersion, Kind: resource.KindApproval,
-		Metadata: resource.ObjectMeta{Name: name, Namespace: p.Namespace, Labels: map[string]string{"warden.dev/agent": p.Agent}},
+		Metadata: resource.ObjectMeta{Name: name, Namespace: p.Namespace, Labels: map[string]string{"warden.dev/agent": p.Agent},
+			Annotations: map[string]string{AnnotationRequestedBy: p.Subject}},
 		Spec: map[string]any{
 			"toolCallRef": map[string]any{"name": ""},
 			"agentRef":    map[string]any{"name": p.Agent},

@@ -354,7 +354,8 @@ func newApproval(c *call, expires time.Time) *resource.Object {
 		Kind:       resource.KindApproval,
 		Metadata: resource.ObjectMeta{
 			Name: ApprovalName(c.name), Namespace: c.p.Namespace,
-			Labels: map[string]string{"warden.dev/agent": c.p.Agent, "warden.dev/tool": c.req.Tool},
+			Labels:      map[string]string{"warden.dev/agent": c.p.Agent, "warden.dev/tool": c.req.Tool},
+			Annotations: map[string]string{AnnotationRequestedBy: c.p.Subject},
 		},
 		Spec: map[string]any{
 			"toolCallRef": map[string]any{"name": c.name},

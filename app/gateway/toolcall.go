@@ -39,6 +39,10 @@ const (
 	AnnotationEnvironment = "warden.dev/environment"
 	// AnnotationReplayOf names the call a replay repeats.
 	AnnotationReplayOf = "warden.dev/replay-of"
+	// AnnotationRequestedBy is, on an Approval, the audit subject of the
+	// credential that requested it: neither it nor the agent may decide
+	// it (authz.AuthorizeDecision).
+	AnnotationRequestedBy = "warden.dev/requested-by"
 )
 
 // Finished reports whether a phase is terminal.
