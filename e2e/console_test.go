@@ -28,6 +28,7 @@ import (
 	"golang.org/x/oauth2"
 	"golang.org/x/text/language"
 
+	"github.com/warden-dev/warden/app/authz"
 	"github.com/warden-dev/warden/app/oidc"
 	"github.com/warden-dev/warden/app/server"
 	"github.com/warden-dev/warden/app/store/backend"
@@ -328,7 +329,7 @@ func TestConsoleOIDCCodeFlowInBrowser(t *testing.T) {
 	st, err := backend.Open(bg, "sqlite://"+t.TempDir()+"/w.db", backend.Options{Logger: log})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
-	svc := tenants.New(st, now, log)
+	svc := tenants.New(st, authz.New(st, now), now, log)
 	_, err = svc.Signup(bg, tenants.SignupRequest{TenantID: "acme", DisplayName: "Acme", OwnerEmail: "alice@acme.example"})
 	require.NoError(t, err)
 

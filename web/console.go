@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"time"
@@ -57,6 +58,10 @@ type Deps struct {
 	Audit      audit.Service
 	// Tenants (optional) lists a person's tenants for the switcher.
 	Tenants layout.TenantLister
+
+	// Authorize is app/authz's decision; the screens ask it what to offer
+	// (invite, create, manage). nil offers nothing.
+	Authorize func(ctx context.Context, p auth.Principal, verb, namespace, object string) error
 
 	Log *slog.Logger
 	Now func() time.Time
@@ -125,6 +130,7 @@ func New(deps Deps) (*Console, error) {
 		Principal: deps.Principal, CSRFToken: deps.CSRFToken, CSRFField: deps.CSRFField, CSRFHeader: deps.CSRFHeader,
 		Tenants: deps.Tenants, SwitchTenantPath: deps.SwitchTenantPath,
 		StyleURL: assets.URL("style.css"), ScriptURL: assets.URL("htmx.min.js"), Log: deps.Log,
+		Authorize: deps.Authorize,
 	}
 	return &Console{
 		deps:   deps,

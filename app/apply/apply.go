@@ -48,11 +48,16 @@ type Authorizer interface {
 	Authorize(ctx context.Context, p auth.Principal, verb, namespace, object string) error
 }
 
-// roleRank is the fallback Authorizer: the principal's own role rank.
-type roleRank struct{}
+// systemOnly is the Authorizer of a pipeline built without one: it fails
+// closed, allowing Warden's own principal and nobody else (app/authz is
+// the only place that decides for callers).
+type systemOnly struct{}
 
-func (roleRank) Authorize(_ context.Context, p auth.Principal, verb, namespace, _ string) error {
-	return p.Authorize(verb, namespace)
+func (systemOnly) Authorize(_ context.Context, p auth.Principal, verb, namespace, object string) error {
+	if p.System {
+		return nil
+	}
+	return fmt.Errorf("%w: %s may not %s %s in namespace %q: the apply pipeline has no authorizer", auth.ErrForbidden, p.Subject, verb, object, namespace)
 }
 
 // Pipeline runs applies. Build it with New.
@@ -76,8 +81,8 @@ type Deps struct {
 	Bus      *events.Bus
 	Logger   *slog.Logger
 	Now      func() time.Time
-	// Authorizer checks the apply verb per document; nil falls back to the
-	// principal's role rank.
+	// Authorizer (app/authz) checks the apply verb per document; nil
+	// allows only the system principal.
 	Authorizer Authorizer
 	// Keyring seals Secret values before they are stored. Without one the
 	// pipeline refuses Secrets rather than store them in the clear.
@@ -100,7 +105,7 @@ func New(d Deps) *Pipeline {
 		d.Bus = events.NewBus()
 	}
 	if d.Authorizer == nil {
-		d.Authorizer = roleRank{}
+		d.Authorizer = systemOnly{}
 	}
 	if d.Policies == nil {
 		d.Policies = policy.NewEngine()

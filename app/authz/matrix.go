@@ -236,3 +236,55 @@ func policyLines() [][]string {
 // AllDomains is the Casbin domain of tenant-wide grants and of tenant-scope
 // objects.
 const AllDomains = "*"
+
+// MemberRoles are the roles tenants/ and SSO sign-in bind people to in a
+// namespace, least privileged first: the bindable roles but break-glass,
+// which an admin binds deliberately in a RoleBinding of its own.
+func MemberRoles() []string {
+	return []string{auth.RoleViewer, auth.RoleEditor, auth.RoleApprover, auth.RoleAdmin}
+}
+
+// IsMemberRole reports whether role is one of MemberRoles.
+func IsMemberRole(role string) bool {
+	for _, r := range MemberRoles() {
+		if r == role {
+			return true
+		}
+	}
+	return false
+}
+
+// Covers reports whether role a allows everything role b allows.
+func Covers(a, b string) bool {
+	have := map[Permission]bool{}
+	for _, p := range Permissions(a) {
+		have[p] = true
+	}
+	for _, p := range Permissions(b) {
+		if !have[p] {
+			return false
+		}
+	}
+	return Permissions(a) != nil
+}
+
+// MostPrivileged returns the role of roles that allows the most, by the
+// matrix: one that covers every other when there is one, else the one with
+// the most permissions (editor before approver: neither covers the other).
+// Unknown roles are ignored; "" when none is known.
+func MostPrivileged(roles ...string) string {
+	best := ""
+	for _, r := range roles {
+		if Permissions(r) == nil {
+			continue
+		}
+		switch {
+		case best == "":
+			best = r
+		case Covers(best, r):
+		case Covers(r, best) || len(Permissions(r)) > len(Permissions(best)):
+			best = r
+		}
+	}
+	return best
+}

@@ -45,6 +45,7 @@ func Approver(p auth.Principal) string {
 // an audit event of its own. A decision is final: deciding a decided,
 // expired or cancelled approval is a Conflict.
 func (g *Gateway) Decide(ctx context.Context, p auth.Principal, ns, name string, req DecideRequest, override bool) (*resource.Object, error) {
+	ctx = authz.EnsureTrail(ctx)
 	obj := authz.ObjApprovalsDecide
 	if override {
 		obj = authz.ObjApprovalsOverride
@@ -141,7 +142,7 @@ func (g *Gateway) Decide(ctx context.Context, p auth.Principal, ns, name string,
 			reason += ": " + req.Rationale
 		}
 		if _, err := tx.AuditInsert(ctx, audit.Record{Time: now, Tenant: p.Tenant, Actor: p.Subject, Verb: verb, Namespace: ns,
-			Resource: "Approval/" + name, Outcome: audit.OutcomeAllowed, Policy: p.EffectivePolicy(), Reason: reason}); err != nil {
+			Resource: "Approval/" + name, Outcome: audit.OutcomeAllowed, Policy: authz.EffectivePolicy(ctx, p), Reason: reason}); err != nil {
 			return err
 		}
 		evs = w.evs
@@ -361,6 +362,7 @@ func (g *Gateway) Expire(ctx context.Context, tenant, ns, name string) error {
 // approval is closed as denied) or pending. The calling agent itself may
 // cancel, and so may whoever may decide approvals in the namespace.
 func (g *Gateway) Cancel(ctx context.Context, p auth.Principal, ns, name string) (*resource.Object, error) {
+	ctx = authz.EnsureTrail(ctx)
 	if p.Agent == "" {
 		if err := g.cfg.Authz.Authorize(ctx, p, authz.VerbCreate, ns, authz.ObjApprovalsDecide); err != nil {
 			if errors.Is(err, auth.ErrForbidden) {
@@ -413,7 +415,7 @@ func (g *Gateway) Cancel(ctx context.Context, p auth.Principal, ns, name string)
 			return err
 		}
 		if _, err := tx.AuditInsert(ctx, audit.Record{Time: now, Tenant: p.Tenant, Actor: p.Subject, Verb: "toolcalls/cancel", Namespace: ns,
-			Resource: "ToolCall/" + name, Outcome: audit.OutcomeAllowed, Policy: p.EffectivePolicy()}); err != nil {
+			Resource: "ToolCall/" + name, Outcome: audit.OutcomeAllowed, Policy: authz.EffectivePolicy(ctx, p)}); err != nil {
 			return err
 		}
 		evs = w.evs

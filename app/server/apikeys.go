@@ -233,7 +233,7 @@ func (s *Server) createAPIKey(ctx context.Context, p auth.Principal, req apiKeyR
 // so it cannot mint an approver) and for grants from RoleBindings.
 func (s *Server) holdsRole(ctx context.Context, p auth.Principal, role, dom string) error {
 	for _, perm := range authz.Permissions(role) {
-		err := s.authz.Authorize(ctx, p, perm.Verb, dom, perm.Object)
+		_, err := s.authz.Decide(ctx, p, perm.Verb, dom, perm.Object)
 		if errors.Is(err, auth.ErrForbidden) {
 			where := fmt.Sprintf("namespace %q", dom)
 			if dom == "" {
@@ -312,7 +312,7 @@ func (s *Server) handleAPIKeyList(c *fiber.Ctx) error {
 			ok, seen := allowed[k.Namespace]
 			if !seen {
 				ok = k.Namespace != auth.AllNamespaces &&
-					s.authz.Authorize(c.UserContext(), p, auth.VerbList, k.Namespace, authz.ObjAPIKeys) == nil
+					s.authz.Allowed(c.UserContext(), p, auth.VerbList, k.Namespace, authz.ObjAPIKeys)
 				allowed[k.Namespace] = ok
 			}
 			if !ok {

@@ -43,7 +43,7 @@ func newPeopleSignIn(cfg Config) (*oidc.Handler, error) {
 // buildConsole wires the web console to the store, tenants/, app/oidc and
 // the Authorizer.
 func (s *Server) buildConsole() error {
-	svc := tenants.New(s.store, s.now, s.log)
+	svc := tenants.New(s.store, s.authz, s.now, s.log)
 	deps := web.Deps{
 		Principal:  s.consolePrincipal,
 		CSRFToken:  oidc.CSRFToken,
@@ -56,6 +56,7 @@ func (s *Server) buildConsole() error {
 		Audit:      consoleAudit{s: s},
 		Log:        s.log,
 		Now:        s.now,
+		Authorize:  s.authz.Authorize,
 	}
 	if s.oidc != nil {
 		for _, is := range s.cfg.OIDC.Issuers {
@@ -157,7 +158,8 @@ func (s *Server) consoleGuard(c *fiber.Ctx) error {
 		return c.Next()
 	}
 	act := &consoleAction{}
-	c.SetUserContext(context.WithValue(c.UserContext(), consoleActionKey{}, act))
+	ctx, _ := authz.WithTrail(c.UserContext())
+	c.SetUserContext(context.WithValue(ctx, consoleActionKey{}, act))
 	// Resolve the person before the handler runs: sign-out deletes the
 	// session.
 	p, signedIn := s.consolePrincipal(c)
@@ -172,7 +174,7 @@ func (s *Server) consoleGuard(c *fiber.Ctx) error {
 }
 
 func (s *Server) auditConsole(c *fiber.Ctx, p auth.Principal, signedIn bool, act *consoleAction, err error) {
-	tenant, actor, policy := p.Tenant, p.Subject, p.EffectivePolicy()
+	tenant, actor, policy := p.Tenant, p.Subject, authz.EffectivePolicy(c.UserContext(), p)
 	if act.tenant != "" {
 		tenant, actor, policy = act.tenant, act.actor, ""
 	}
@@ -330,7 +332,7 @@ func (a consoleNamespaces) Namespaces(ctx context.Context, p auth.Principal) ([]
 	}
 	var out []namespaces.Namespace
 	for _, o := range objs {
-		if all != nil && a.s.authz.Authorize(ctx, p, auth.VerbList, o.Metadata.Name, "agents") != nil {
+		if all != nil && !a.s.authz.Allowed(ctx, p, auth.VerbList, o.Metadata.Name, "agents") {
 			continue
 		}
 		n := namespaces.Namespace{Name: o.Metadata.Name}
@@ -370,7 +372,7 @@ func (a consoleAPIKeys) APIKeys(ctx context.Context, p auth.Principal) ([]store.
 	}
 	out := keys[:0]
 	for _, k := range keys {
-		if a.s.authz.Authorize(ctx, p, auth.VerbList, domainOf(k.Namespace), authz.ObjAPIKeys) == nil {
+		if a.s.authz.Allowed(ctx, p, auth.VerbList, domainOf(k.Namespace), authz.ObjAPIKeys) {
 			out = append(out, k)
 		}
 	}

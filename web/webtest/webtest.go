@@ -21,6 +21,7 @@ import (
 
 	appaudit "github.com/warden-dev/warden/app/audit"
 	"github.com/warden-dev/warden/app/auth"
+	"github.com/warden-dev/warden/app/authz"
 	"github.com/warden-dev/warden/app/store"
 	"github.com/warden-dev/warden/web"
 	"github.com/warden-dev/warden/web/apikeys"
@@ -71,8 +72,32 @@ func (f *Fake) Deps() web.Deps {
 		Issuers:   []signin.Issuer{{ID: "test", Name: "Test IdP"}},
 		TenantSSO: f,
 		Signup:    f, Members: f, Namespaces: f, APIKeys: f, Audit: f, Tenants: f,
-		Now: f.now,
+		Now: f.now, Authorize: f.Authorize,
 	}
+}
+
+// Authorize stands in for app/authz over the fake's principals, which carry
+// their role: the role's permissions of the authz matrix, in the
+// namespace the principal is scoped to ("" = tenant scope needs "*").
+func (f *Fake) Authorize(_ context.Context, p auth.Principal, verb, namespace, object string) error {
+	if p.System {
+		return nil
+	}
+	if p.Namespace != auth.AllNamespaces && p.Namespace != namespace {
+		return fmt.Errorf("%w: %s is scoped to namespace %q", auth.ErrForbidden, p.Subject, p.Namespace)
+	}
+	role := p.Role
+	if role == auth.RoleAdmin && p.Namespace == auth.AllNamespaces && namespace == "" {
+		// The fake's tenant-wide admin administers the tenant as the
+		// console's screens expect of an owner.
+		role = auth.RoleOwner
+	}
+	for _, perm := range authz.Permissions(role) {
+		if perm.Object == object && perm.Verb == verb {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: role %s may not %s %s", auth.ErrForbidden, p.Role, verb, object)
 }
 
 // Mount installs the fake CSRF check and the fake OIDC endpoints
@@ -173,7 +198,7 @@ func (f *Fake) record(p auth.Principal, verb, ns, res string) {
 	recs := f.audit[p.Tenant]
 	f.audit[p.Tenant] = append(recs, appaudit.Record{
 		Seq: int64(len(recs) + 1), Time: f.now(), Tenant: p.Tenant, Actor: p.Subject, Verb: verb,
-		Namespace: ns, Resource: res, Outcome: appaudit.OutcomeAllowed, Policy: p.EffectivePolicy(),
+		Namespace: ns, Resource: res, Outcome: appaudit.OutcomeAllowed, Policy: "role:" + p.Role + "@" + p.Namespace,
 	})
 }
 
@@ -239,7 +264,7 @@ func (f *Fake) Members(_ context.Context, p auth.Principal) ([]members.Member, e
 
 // Invite adds a member.
 func (f *Fake) Invite(_ context.Context, p auth.Principal, inv members.Invitation) error {
-	if err := p.Authorize(auth.VerbApply, ""); err != nil {
+	if err := f.Authorize(context.Background(), p, auth.VerbApply, "", "namespaces"); err != nil {
 		return err
 	}
 	f.mu.Lock()
@@ -261,7 +286,7 @@ func (f *Fake) Invite(_ context.Context, p auth.Principal, inv members.Invitatio
 
 // Remove removes a member.
 func (f *Fake) Remove(_ context.Context, p auth.Principal, email string) error {
-	if err := p.Authorize(auth.VerbDelete, ""); err != nil {
+	if err := f.Authorize(context.Background(), p, auth.VerbDelete, "", "namespaces"); err != nil {
 		return err
 	}
 	f.mu.Lock()
@@ -286,7 +311,7 @@ func (f *Fake) Namespaces(_ context.Context, p auth.Principal) ([]namespaces.Nam
 
 // CreateNamespace adds a namespace.
 func (f *Fake) CreateNamespace(_ context.Context, p auth.Principal, name string) error {
-	if err := p.Authorize(auth.VerbApply, ""); err != nil {
+	if err := f.Authorize(context.Background(), p, auth.VerbApply, "", "namespaces"); err != nil {
 		return err
 	}
 	f.mu.Lock()
@@ -310,7 +335,7 @@ func (f *Fake) APIKeys(_ context.Context, p auth.Principal) ([]store.APIKey, err
 
 // CreateAPIKey makes a key and keeps only its hash.
 func (f *Fake) CreateAPIKey(_ context.Context, p auth.Principal, req apikeys.Request) (string, store.APIKey, error) {
-	if err := p.Authorize(auth.VerbApply, ""); err != nil {
+	if err := f.Authorize(context.Background(), p, auth.VerbApply, "", "namespaces"); err != nil {
 		return "", store.APIKey{}, err
 	}
 	f.mu.Lock()
@@ -333,7 +358,7 @@ func (f *Fake) CreateAPIKey(_ context.Context, p auth.Principal, req apikeys.Req
 
 // RevokeAPIKey marks a key revoked.
 func (f *Fake) RevokeAPIKey(_ context.Context, p auth.Principal, id string) error {
-	if err := p.Authorize(auth.VerbDelete, ""); err != nil {
+	if err := f.Authorize(context.Background(), p, auth.VerbDelete, "", "namespaces"); err != nil {
 		return err
 	}
 	f.mu.Lock()
