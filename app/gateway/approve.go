@@ -255,7 +255,10 @@ func (w *approvalWriter) decideCall(ctx context.Context, name string, approve bo
 	if !approve {
 		ap["status"] = ApprovalDenied
 	}
-	ap["approvedBy"] = who
+	ap["decidedBy"] = who
+	if approve {
+		ap["approvedBy"] = who
+	}
 	upd.Spec["approval"] = ap
 	upd.Metadata.ResourceVersion = tc.Metadata.ResourceVersion
 	if tc, err = w.tx.ResourceUpdate(ctx, upd); err != nil {
