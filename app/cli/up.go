@@ -21,7 +21,6 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/warden-dev/warden/app/clientconfig"
-	"github.com/warden-dev/warden/app/compile"
 	"github.com/warden-dev/warden/app/gateway"
 	"github.com/warden-dev/warden/app/oidc"
 	"github.com/warden-dev/warden/app/sandbox"
@@ -331,7 +330,7 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		Logger:         logger,
 		ControlAddr:    net.JoinHostPort(listenHost, controlPort),
 		GatewayAddr:    gatewayAddr,
-		Compile:        compile.Options{ToolGatewayURL: gatewayURL},
+		Compile:        manifestURLs(scheme, listenHost, publicURL, gatewayURL),
 		TLSCertFile:    tlsOpts.cert,
 		TLSKeyFile:     tlsOpts.key,
 		Keyring:        keyring,

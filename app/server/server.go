@@ -113,7 +113,6 @@ func (c Config) WithDefaults() Config {
 	if c.ChangeHistory == 0 {
 		c.ChangeHistory = DefaultChangeHistory
 	}
-	c.Compile = c.Compile.WithDefaults()
 	if c.PublicURL == "" {
 		scheme := "http"
 		if c.TLSCertFile != "" {
@@ -121,6 +120,11 @@ func (c Config) WithDefaults() Config {
 		}
 		c.PublicURL = scheme + "://" + c.ControlAddr
 	}
+	if c.Compile.ControlURL == "" {
+		// Manifests name the control plane as agents reach it.
+		c.Compile.ControlURL = c.PublicURL
+	}
+	c.Compile = c.Compile.WithDefaults()
 	if c.Adapters == nil {
 		c.Adapters = adapter.NewRegistry(adapter.NewLocal(c.Logger))
 	}
