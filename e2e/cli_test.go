@@ -620,4 +620,17 @@ spec:
 	require.Equal(t, up.gwURL, m.Spec.Tools[0].GatewayURL)
 	require.NotContains(t, res.stdout, "127.0.0.1:8080")
 	require.NotContains(t, res.stdout, "127.0.0.1:8081")
+
+	// up printed a one-time console sign-in link on the configured port:
+	// it signs in once.
+	m2 := regexp.MustCompile(`(?m)^  (http://\S+/auth/local\?token=\S+)$`).FindStringSubmatch(up.out.String())
+	require.NotNil(t, m2, up.out.String())
+	require.True(t, strings.HasPrefix(m2[1], up.url+"/auth/local?token="), m2[1])
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for i, want := range []int{http.StatusSeeOther, http.StatusUnauthorized} {
+		resp, err := noFollow.Get(m2[1])
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		require.Equal(t, want, resp.StatusCode, "use %d", i+1)
+	}
 }

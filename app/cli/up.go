@@ -297,7 +297,7 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 	if oidcCfg != nil {
 		fmt.Fprintf(w, "  console sign-in          %s (redirect URL %s)\n", people.issuer, oidcCfg.RedirectURL)
 	} else {
-		fmt.Fprintf(w, "  console sign-in          none (local mode: use the CLI and API keys; --oidc-issuer enables it)\n")
+		fmt.Fprintf(w, "  console sign-in          local owner, by the one-time link below (--oidc-issuer adds people sign-in)\n")
 	}
 	if tracer != nil {
 		fmt.Fprintf(w, "  traces (OTLP/HTTP)       %s\n", traceEndpoint)
@@ -336,6 +336,7 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		Keyring:        keyring,
 		PublicURL:      publicURL,
 		OIDC:           oidcCfg,
+		LocalSignIn:    oidcCfg == nil,
 		Signup:         people.signup,
 		ChangeHistory:  changeHistory,
 		Tracer:         tracer,
@@ -344,6 +345,9 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 	})
 	if err != nil {
 		return err
+	}
+	if oidcCfg == nil {
+		printLocalSignIn(ctx, w, srv, logger)
 	}
 	defer stopQueue(queue, logger)
 	if gw := srv.Gateway(); gw != nil {

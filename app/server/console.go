@@ -30,6 +30,9 @@ import (
 // newPeopleSignIn builds the OIDC handler when cfg.OIDC is set; nil means
 // no people sign-in (local mode without issuers).
 func newPeopleSignIn(cfg Config) (*oidc.Handler, error) {
+	if cfg.OIDC == nil && cfg.LocalSignIn {
+		return newLocalSignIn(cfg)
+	}
 	if cfg.OIDC == nil {
 		return nil, nil
 	}
@@ -49,7 +52,7 @@ func (s *Server) buildConsole() error {
 		CSRFToken:  oidc.CSRFToken,
 		CSRFField:  oidc.CSRFField,
 		CSRFHeader: oidc.CSRFHeader,
-		LocalMode:  s.oidc == nil,
+		LocalMode:  s.cfg.OIDC == nil,
 		Members:    consoleMembers{s: s, svc: svc},
 		Namespaces: consoleNamespaces{s: s, svc: svc},
 		APIKeys:    consoleAPIKeys{s: s},
@@ -58,7 +61,7 @@ func (s *Server) buildConsole() error {
 		Now:        s.now,
 		Authorize:  s.authz.Authorize,
 	}
-	if s.oidc != nil {
+	if s.cfg.OIDC != nil {
 		for _, is := range s.cfg.OIDC.Issuers {
 			deps.Issuers = append(deps.Issuers, signin.Issuer{ID: is.Name, Name: is.Name})
 		}
@@ -80,7 +83,11 @@ func (s *Server) buildConsole() error {
 // consoleGuard: CSRF for session requests, and an audit record.
 func (s *Server) consoleRoutes(app *fiber.App) {
 	app.Use(s.consoleGuard)
-	if s.oidc != nil {
+	if s.oidc != nil && s.cfg.OIDC == nil {
+		app.Get(oidc.LocalLinkPath, web.SecurityHeaders, s.oidc.LocalLink)
+		app.Post("/auth/logout", web.SecurityHeaders, s.oidc.Logout)
+	}
+	if s.oidc != nil && s.cfg.OIDC != nil {
 		app.Get("/auth/login", web.SecurityHeaders, s.oidc.Login)
 		app.Get("/auth/callback", web.SecurityHeaders, s.oidc.Callback)
 		app.Post("/auth/logout", web.SecurityHeaders, s.oidc.Logout)

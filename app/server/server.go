@@ -73,6 +73,10 @@ type Config struct {
 	OIDC *oidc.Config
 	// Signup enables self-service tenant sign-up in the console (SaaS).
 	Signup bool
+	// LocalSignIn, without OIDC, lets the person at the machine into the
+	// console as the local owner through one-time links
+	// (Server.LocalSignInLink, printed by `warden up`).
+	LocalSignIn bool
 	// ChangeHistory is how many change-log entries each tenant keeps
 	// (compacted every 10 seconds); zero means DefaultChangeHistory, a negative
 	// number keeps them all.
