@@ -305,8 +305,8 @@ func (s *Service) Members(ctx context.Context, p auth.Principal) ([]store.Member
 }
 
 func checkRole(role string) error {
-	if !authz.IsMemberRole(role) {
-		return apierr.New(apierr.CodeInvalidRequest, "role %q is not one of viewer, editor, approver, admin (ownership is a member flag, not a role binding)", role)
+	if !authz.IsNamespaceRole(role) {
+		return apierr.New(apierr.CodeInvalidRequest, "role %q is not one of %s (ownership is a member flag, not a role binding)", role, strings.Join(authz.NamespaceRoles(), ", "))
 	}
 	return nil
 }

@@ -104,7 +104,7 @@ func (c *SSOConnection) MapRole(claims map[string]any) string {
 	}
 	var roles []string
 	for _, v := range values {
-		if r := c.RoleMapping[v]; authz.IsMemberRole(r) {
+		if r := c.RoleMapping[v]; authz.IsNamespaceRole(r) {
 			roles = append(roles, r)
 		}
 	}
@@ -124,7 +124,7 @@ func SSOBindingName(email string) string {
 // at every SSO sign-in, so a change of the person's groups at the provider
 // takes effect at their next sign-in.
 func SyncSSORole(ctx context.Context, tx store.Tx, tenant, email, role string, now time.Time) error {
-	if role != "" && !authz.IsMemberRole(role) {
+	if role != "" && !authz.IsNamespaceRole(role) {
 		return fmt.Errorf("sso role mapping names %q, which is not viewer, editor, approver or admin", role)
 	}
 	svc := &Service{now: func() time.Time { return now }}

@@ -237,16 +237,17 @@ func policyLines() [][]string {
 // objects.
 const AllDomains = "*"
 
-// MemberRoles are the roles tenants/ and SSO sign-in bind people to in a
-// namespace, least privileged first: the bindable roles but break-glass,
-// which an admin binds deliberately in a RoleBinding of its own.
-func MemberRoles() []string {
-	return []string{auth.RoleViewer, auth.RoleEditor, auth.RoleApprover, auth.RoleAdmin}
+// NamespaceRoles are the four namespace roles, least privileged first: what
+// tenants/ and SSO sign-in bind people to, what an API key may be minted
+// with and what the console offers. Break-glass is bound deliberately in a
+// RoleBinding of its own, owner is a member flag, agent a workload's.
+func NamespaceRoles() []string {
+	return []string{auth.RoleViewer, auth.RoleApprover, auth.RoleEditor, auth.RoleAdmin}
 }
 
-// IsMemberRole reports whether role is one of MemberRoles.
-func IsMemberRole(role string) bool {
-	for _, r := range MemberRoles() {
+// IsNamespaceRole reports whether role is one of NamespaceRoles.
+func IsNamespaceRole(role string) bool {
+	for _, r := range NamespaceRoles() {
 		if r == role {
 			return true
 		}

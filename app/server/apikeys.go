@@ -29,7 +29,7 @@ import (
 // MintableRoles are the roles an API key may be created with over the API.
 // Owner and break-glass are never carried by a minted key; agent-bound keys
 // get authz.RoleAgent.
-var MintableRoles = []string{auth.RoleViewer, auth.RoleEditor, auth.RoleApprover, auth.RoleAdmin}
+var MintableRoles = authz.NamespaceRoles()
 
 // APIKeyTouchInterval is how often, at most, a key's lastUsedAt is written
 // per key and process.

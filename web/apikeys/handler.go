@@ -34,7 +34,7 @@ type Request struct {
 }
 
 // Roles a key may carry (owner is for people only).
-var Roles = []string{auth.RoleViewer, auth.RoleApprover, auth.RoleEditor, auth.RoleAdmin}
+var Roles = authz.NamespaceRoles()
 
 // Handler serves the API keys screen.
 type Handler struct {

@@ -43,7 +43,7 @@ type Invitation struct {
 }
 
 // Roles offered by the invite form, least privileged first.
-var Roles = []string{auth.RoleViewer, auth.RoleApprover, auth.RoleEditor, auth.RoleAdmin, auth.RoleOwner}
+var Roles = append(authz.NamespaceRoles(), auth.RoleOwner)
 
 // Handler serves the members screen.
 type Handler struct {

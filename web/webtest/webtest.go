@@ -86,13 +86,7 @@ func (f *Fake) Authorize(_ context.Context, p auth.Principal, verb, namespace, o
 	if p.Namespace != auth.AllNamespaces && p.Namespace != namespace {
 		return fmt.Errorf("%w: %s is scoped to namespace %q", auth.ErrForbidden, p.Subject, p.Namespace)
 	}
-	role := p.Role
-	if role == auth.RoleAdmin && p.Namespace == auth.AllNamespaces && namespace == "" {
-		// The fake's tenant-wide admin administers the tenant as the
-		// console's screens expect of an owner.
-		role = auth.RoleOwner
-	}
-	for _, perm := range authz.Permissions(role) {
+	for _, perm := range authz.Permissions(p.Role) {
 		if perm.Object == object && perm.Verb == verb {
 			return nil
 		}
