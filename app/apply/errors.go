@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/warden-dev/warden/app/api"
 	"github.com/warden-dev/warden/app/apierr"
-	"github.com/warden-dev/warden/app/compile"
 )
 
 // errValidateOnly rolls back the transaction of a validation run.
@@ -13,7 +13,7 @@ var errValidateOnly = errors.New("validate only: roll back")
 
 // rejected builds the 422 AdmissionRejected error that carries every
 // diagnostic.
-func rejected(diags []compile.Diagnostic) *apierr.Error {
+func rejected(diags []api.Diagnostic) *apierr.Error {
 	msg := fmt.Sprintf("apply rejected: %d problem(s)", len(diags))
 	if len(diags) > 0 {
 		d := diags[0]

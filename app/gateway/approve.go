@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/warden-dev/warden/app/api"
 	"github.com/warden-dev/warden/app/apierr"
 	"github.com/warden-dev/warden/app/audit"
 	"github.com/warden-dev/warden/app/auth"
@@ -17,18 +18,6 @@ import (
 	"github.com/warden-dev/warden/app/resource"
 	"github.com/warden-dev/warden/app/store"
 )
-
-// Decisions of an approver.
-const (
-	DecisionApprove = "approve"
-	DecisionDeny    = "deny"
-)
-
-// DecideRequest is the body of the decide and override endpoints.
-type DecideRequest struct {
-	Decision  string `json:"decision"`
-	Rationale string `json:"rationale"`
-}
 
 // Approver returns the identity recorded for a decision: a person's
 // e-mail, or the credential's subject.
@@ -44,7 +33,7 @@ func Approver(p auth.Principal) string {
 // the breakglass role and a rationale, records status overridden, and is
 // an audit event of its own. A decision is final: deciding a decided,
 // expired or cancelled approval is a Conflict.
-func (g *Gateway) Decide(ctx context.Context, p auth.Principal, ns, name string, req DecideRequest, override bool) (*resource.Object, error) {
+func (g *Gateway) Decide(ctx context.Context, p auth.Principal, ns, name string, req api.DecideRequest, override bool) (*resource.Object, error) {
 	ctx = authz.EnsureTrail(ctx)
 	obj := authz.ObjApprovalsDecide
 	if override {
@@ -58,8 +47,8 @@ func (g *Gateway) Decide(ctx context.Context, p auth.Principal, ns, name string,
 		}
 		return nil, err
 	}
-	if req.Decision != DecisionApprove && req.Decision != DecisionDeny {
-		return nil, apierr.New(apierr.CodeInvalidRequest, "decision must be %q or %q, not %q", DecisionApprove, DecisionDeny, req.Decision)
+	if req.Decision != api.DecisionApprove && req.Decision != api.DecisionDeny {
+		return nil, apierr.New(apierr.CodeInvalidRequest, "decision must be %q or %q, not %q", api.DecisionApprove, api.DecisionDeny, req.Decision)
 	}
 	req.Rationale = strings.TrimSpace(req.Rationale)
 	if override && req.Rationale == "" {
@@ -71,7 +60,7 @@ func (g *Gateway) Decide(ctx context.Context, p auth.Principal, ns, name string,
 	now := g.now().UTC()
 	who := Approver(p)
 	status := ApprovalApproved
-	if req.Decision == DecisionDeny {
+	if req.Decision == api.DecisionDeny {
 		status = ApprovalDenied
 	}
 	if override {
@@ -120,17 +109,17 @@ func (g *Gateway) Decide(ctx context.Context, p auth.Principal, ns, name string,
 		}
 		callName = refName(ap.Spec, "toolCallRef")
 		if callName != "" {
-			if err := w.decideCall(ctx, callName, req.Decision == DecisionApprove, status, who, req.Rationale); err != nil {
+			if err := w.decideCall(ctx, callName, req.Decision == api.DecisionApprove, status, who, req.Rationale); err != nil {
 				return err
 			}
 		}
 		typ := events.ApprovalGranted
-		if req.Decision == DecisionDeny {
+		if req.Decision == api.DecisionDeny {
 			typ = events.ApprovalDenied
 		}
 		w.event(ctx, typ, "Approval/"+name, map[string]any{"approval": name, "toolCall": callName, "decision": req.Decision,
 			"decidedBy": who, "override": override})
-		if callName != "" && req.Decision == DecisionApprove {
+		if callName != "" && req.Decision == api.DecisionApprove {
 			w.event(ctx, events.ToolCallApproved, "ToolCall/"+callName, map[string]any{"approval": name, "approvedBy": who, "override": override})
 		}
 		verb := "approvals/decide"
@@ -157,7 +146,7 @@ func (g *Gateway) Decide(ctx context.Context, p auth.Principal, ns, name string,
 	}
 	if callName != "" {
 		g.waiters.wake(p.Tenant, ns+"/"+callName)
-		if req.Decision == DecisionApprove {
+		if req.Decision == api.DecisionApprove {
 			g.scheduleResume(ctx, p.Tenant, ns, callName)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/warden-dev/warden/app/api"
 	"github.com/warden-dev/warden/app/apierr"
 	"github.com/warden-dev/warden/app/auth"
 	"github.com/warden-dev/warden/app/authz"
@@ -290,7 +291,7 @@ func (g *Gateway) handleApprove(c *fiber.Ctx) error {
 			return apierr.New(apierr.CodeInvalidRequest, `the body must be {"rationale": "…"}: %s`, err)
 		}
 	}
-	ap, err := g.Decide(c.UserContext(), p, ns, ApprovalName(c.Params("id")), DecideRequest{Decision: DecisionApprove, Rationale: body.Rationale}, false)
+	ap, err := g.Decide(c.UserContext(), p, ns, ApprovalName(c.Params("id")), api.DecideRequest{Decision: api.DecisionApprove, Rationale: body.Rationale}, false)
 	if err != nil {
 		return err
 	}

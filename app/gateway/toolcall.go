@@ -22,12 +22,12 @@ const (
 // Approval statuses, of spec.approval.status and of an Approval's
 // status.status.
 const (
-	ApprovalNotRequired = "not_required"
-	ApprovalPending     = "pending"
-	ApprovalApproved    = "approved"
-	ApprovalDenied      = "denied"
-	ApprovalExpired     = "expired"
-	ApprovalOverridden  = "overridden"
+	ApprovalNotRequired = resource.ApprovalNotRequired
+	ApprovalPending     = resource.ApprovalPending
+	ApprovalApproved    = resource.ApprovalApproved
+	ApprovalDenied      = resource.ApprovalDenied
+	ApprovalExpired     = resource.ApprovalExpired
+	ApprovalOverridden  = resource.ApprovalOverridden
 )
 
 // Annotations the gateway sets on its records.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/warden-dev/warden/app/api"
 	"github.com/warden-dev/warden/app/apierr"
 	"github.com/warden-dev/warden/app/audit"
 	"github.com/warden-dev/warden/app/auth"
@@ -390,7 +391,7 @@ func (a consoleAPIKeys) CreateAPIKey(ctx context.Context, p auth.Principal, req 
 	if req.Namespace == "" {
 		req.Namespace = auth.AllNamespaces
 	}
-	secret, key, err := a.s.createAPIKey(ctx, p, apiKeyRequest{Name: req.Name, Namespace: req.Namespace, Role: req.Role})
+	secret, key, err := a.s.createAPIKey(ctx, p, api.APIKeyCreateRequest{Name: req.Name, Namespace: req.Namespace, Role: req.Role})
 	noteConsole(ctx, "create", domainOf(req.Namespace), "apikeys/"+req.Name, err)
 	return secret, key, err
 }
