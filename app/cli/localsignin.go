@@ -11,9 +11,10 @@ import (
 
 // printLocalSignIn prints local mode's one-time console sign-in link: it
 // signs the person at this machine in as the local owner, once, within
-// ten minutes. A failure is logged; the CLI and API keys still work.
-func printLocalSignIn(ctx context.Context, w io.Writer, srv *server.Server, logger *slog.Logger) {
-	link, err := srv.LocalSignInLink(ctx)
+// ten minutes, on controlURL (a loopback address unless up listens
+// elsewhere). A failure is logged; the CLI and API keys still work.
+func printLocalSignIn(ctx context.Context, w io.Writer, srv *server.Server, controlURL string, logger *slog.Logger) {
+	link, err := srv.LocalSignInLink(ctx, controlURL)
 	if err != nil {
 		logger.Error("local console sign-in link", "err", err)
 		return

@@ -347,7 +347,7 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		return err
 	}
 	if oidcCfg == nil {
-		printLocalSignIn(ctx, w, srv, logger)
+		printLocalSignIn(ctx, w, srv, controlURL, logger)
 	}
 	defer stopQueue(queue, logger)
 	if gw := srv.Gateway(); gw != nil {

@@ -29,10 +29,11 @@ func newLocalSignIn(cfg Config) (*oidc.Handler, error) {
 }
 
 // LocalSignInLink makes the local tenant's owner member (LocalOwnerEmail)
-// if it is missing and returns a one-time console sign-in link for it:
-// valid for oidc.LocalLinkTTL, once, and only from a loopback address. It
-// needs Config.LocalSignIn.
-func (s *Server) LocalSignInLink(ctx context.Context) (string, error) {
+// if it is missing and returns a one-time console sign-in link for it on
+// base, the control plane's URL as the machine itself reaches it ("" for
+// Config.PublicURL): valid for oidc.LocalLinkTTL, once, and only from a
+// loopback address. It needs Config.LocalSignIn.
+func (s *Server) LocalSignInLink(ctx context.Context, base string) (string, error) {
 	if s.oidc == nil || s.cfg.OIDC != nil {
 		return "", errors.New("local sign-in links need Config.LocalSignIn and no OIDC")
 	}
@@ -58,5 +59,8 @@ func (s *Server) LocalSignInLink(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return strings.TrimSuffix(s.cfg.PublicURL, "/") + oidc.LocalLinkPath + "?token=" + url.QueryEscape(token), nil
+	if base == "" {
+		base = s.cfg.PublicURL
+	}
+	return strings.TrimSuffix(base, "/") + oidc.LocalLinkPath + "?token=" + url.QueryEscape(token), nil
 }

@@ -18,7 +18,7 @@ import (
 func TestLocalSignInLink(t *testing.T) {
 	t.Parallel()
 	b := consoleSetup(t, func(c *server.Config) { c.LocalSignIn = true })
-	link, err := b.srv.LocalSignInLink(context.Background())
+	link, err := b.srv.LocalSignInLink(context.Background(), "")
 	require.NoError(t, err)
 	u, err := url.Parse(link)
 	require.NoError(t, err)
@@ -62,7 +62,7 @@ func TestLocalSignInLink(t *testing.T) {
 func TestNoLocalSignInWithoutTheOption(t *testing.T) {
 	t.Parallel()
 	b := consoleSetup(t, nil)
-	_, err := b.srv.LocalSignInLink(context.Background())
+	_, err := b.srv.LocalSignInLink(context.Background(), "")
 	require.Error(t, err)
 	r := b.page(t, http.MethodGet, oidc.LocalLinkPath+"?token=x", "", nil, nil)
 	require.Equal(t, http.StatusNotFound, r.status)
