@@ -65,4 +65,7 @@ spec:
 	d := e.cp(http.MethodPost, "/v1/approvals/"+ap+"/decide", map[string]any{"decision": "approve"})
 	require.Equal(t, http.StatusOK, d.status, string(d.raw))
 	require.Equal(t, "Succeeded", e.wait(r.name()).phase())
+	// The allowed decision's record names the grant that allowed it.
+	audit = e.cp(http.MethodGet, "/v1/audit?verb=approvals/decide", nil)
+	require.Contains(t, string(audit.raw), `"policy":"APIKey admin: owner@*"`, string(audit.raw))
 }
