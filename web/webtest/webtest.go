@@ -257,8 +257,8 @@ func (f *Fake) Members(_ context.Context, p auth.Principal) ([]members.Member, e
 }
 
 // Invite adds a member.
-func (f *Fake) Invite(_ context.Context, p auth.Principal, inv members.Invitation) error {
-	if err := f.Authorize(context.Background(), p, auth.VerbApply, "", "namespaces"); err != nil {
+func (f *Fake) Invite(ctx context.Context, p auth.Principal, inv members.Invitation) error {
+	if err := f.Authorize(ctx, p, authz.VerbCreate, "", authz.ObjMembers); err != nil {
 		return err
 	}
 	f.mu.Lock()
@@ -279,8 +279,8 @@ func (f *Fake) Invite(_ context.Context, p auth.Principal, inv members.Invitatio
 }
 
 // Remove removes a member.
-func (f *Fake) Remove(_ context.Context, p auth.Principal, email string) error {
-	if err := f.Authorize(context.Background(), p, auth.VerbDelete, "", "namespaces"); err != nil {
+func (f *Fake) Remove(ctx context.Context, p auth.Principal, email string) error {
+	if err := f.Authorize(ctx, p, auth.VerbDelete, "", authz.ObjMembers); err != nil {
 		return err
 	}
 	f.mu.Lock()
@@ -304,8 +304,8 @@ func (f *Fake) Namespaces(_ context.Context, p auth.Principal) ([]namespaces.Nam
 }
 
 // CreateNamespace adds a namespace.
-func (f *Fake) CreateNamespace(_ context.Context, p auth.Principal, name string) error {
-	if err := f.Authorize(context.Background(), p, auth.VerbApply, "", "namespaces"); err != nil {
+func (f *Fake) CreateNamespace(ctx context.Context, p auth.Principal, name string) error {
+	if err := f.Authorize(ctx, p, auth.VerbApply, "", "namespaces"); err != nil {
 		return err
 	}
 	f.mu.Lock()
@@ -328,8 +328,8 @@ func (f *Fake) APIKeys(_ context.Context, p auth.Principal) ([]store.APIKey, err
 }
 
 // CreateAPIKey makes a key and keeps only its hash.
-func (f *Fake) CreateAPIKey(_ context.Context, p auth.Principal, req apikeys.Request) (string, store.APIKey, error) {
-	if err := f.Authorize(context.Background(), p, auth.VerbApply, "", "namespaces"); err != nil {
+func (f *Fake) CreateAPIKey(ctx context.Context, p auth.Principal, req apikeys.Request) (string, store.APIKey, error) {
+	if err := f.Authorize(ctx, p, authz.VerbCreate, "", authz.ObjAPIKeys); err != nil {
 		return "", store.APIKey{}, err
 	}
 	f.mu.Lock()
@@ -351,8 +351,8 @@ func (f *Fake) CreateAPIKey(_ context.Context, p auth.Principal, req apikeys.Req
 }
 
 // RevokeAPIKey marks a key revoked.
-func (f *Fake) RevokeAPIKey(_ context.Context, p auth.Principal, id string) error {
-	if err := f.Authorize(context.Background(), p, auth.VerbDelete, "", "namespaces"); err != nil {
+func (f *Fake) RevokeAPIKey(ctx context.Context, p auth.Principal, id string) error {
+	if err := f.Authorize(ctx, p, auth.VerbDelete, "", authz.ObjAPIKeys); err != nil {
 		return err
 	}
 	f.mu.Lock()
