@@ -232,6 +232,11 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		return fmt.Errorf("open store %s: %w", redactURL(storeURL), err)
 	}
 	defer st.Close()
+	// Before anything is written: a replica with another master key
+	// would replace the signing keys it cannot open.
+	if err := secret.CheckMasterKey(ctx, st, keyring); err != nil {
+		return fmt.Errorf("master key: %w", err)
+	}
 
 	key, created, err := server.Bootstrap(ctx, st, a.env.Now)
 	if err != nil {

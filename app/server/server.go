@@ -212,6 +212,11 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.Keyring != nil {
+		if err := checkMasterKey(cfg); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.Keyring == nil {
 		kr, err := ephemeralKeyring()
 		if err != nil {
