@@ -88,11 +88,17 @@ func getIfExists(ctx context.Context, tx store.Reader, key resource.Key) (*resou
 	return obj, err
 }
 
-// Sweep schedules, for every tenant, the resumption of approved calls that
-// never ran (a crash between the decision and the job insert), the expiry
-// of pending approvals, and the end of calls a stopped gateway left
-// Running (finishInterrupted). Run it once at start-up, after the Queue
-// works.
+// Sweep finishes, for every tenant, the approval work a stopped process
+// may have left undone: it resumes approved calls that never started, in
+// this process, whatever became of their resume jobs (a crash before the
+// job was inserted, or one that left the job running: River would rescue
+// it only after the job's timeout, and its uniqueness keeps another from
+// being queued); it expires the pending approvals whose deadline passed
+// and schedules the expiry of the others; and it ends the calls a stopped
+// gateway left Running (finishInterrupted). Resuming and expiring are safe
+// to repeat and to race with the jobs, on this replica or another: both
+// write with the record's resourceVersion as precondition. Run it at
+// start-up, once the Queue works.
 func (g *Gateway) Sweep(ctx context.Context) error {
 	tenants, err := g.st.TenantList(ctx)
 	if err != nil {
@@ -129,7 +135,7 @@ func (g *Gateway) Sweep(ctx context.Context) error {
 		for _, c := range calls {
 			ap, _ := c.Spec["approval"].(map[string]any)
 			if st, _ := ap["status"].(string); st == ApprovalApproved || st == ApprovalOverridden {
-				g.scheduleResume(ctx, t.ID, c.Metadata.Namespace, c.Metadata.Name)
+				g.resumeHere(ctx, t.ID, c.Metadata.Namespace, c.Metadata.Name)
 			}
 		}
 		for _, c := range running {
@@ -137,11 +143,15 @@ func (g *Gateway) Sweep(ctx context.Context) error {
 				return errorf("sweep: interrupted call %s: %w", c.Metadata.Name, err)
 			}
 		}
-		if g.cfg.Queue == nil {
-			continue
-		}
 		for _, a := range approvals {
-			if at, ok := expiresAt(a); ok {
+			at, ok := expiresAt(a)
+			switch {
+			case !ok:
+			case !g.now().Before(at):
+				if err := g.Expire(ctx, t.ID, a.Metadata.Namespace, a.Metadata.Name); err != nil {
+					return errorf("sweep: expire %s: %w", a.Metadata.Name, err)
+				}
+			case g.cfg.Queue != nil:
 				if err := g.cfg.Queue.Expire(ctx, t.ID, a.Metadata.Namespace, a.Metadata.Name, at); err != nil {
 					return errorf("sweep: schedule expiry of %s: %w", a.Metadata.Name, err)
 				}
