@@ -29,8 +29,17 @@ type ExpireArgs struct {
 // Kind names the job.
 func (ExpireArgs) Kind() string { return "warden.approval.expire" }
 
-// ApprovalRunner does the approval jobs' work (the tool gateway).
+// ApprovalJobTimeout bounds a resume or expiry job. Both are a few store
+// writes: Resume returns once the call is claimed, before its tool runs.
+const ApprovalJobTimeout = 30 * time.Second
+
+// ApprovalRunner does the approval jobs' work (the tool gateway). Both
+// methods must be safe to repeat and to run concurrently for one call or
+// approval: a rescued job runs again, and the gateway's start-up sweep does
+// the same work without a job.
 type ApprovalRunner interface {
+	// Resume claims an approved call and starts it, returning once the
+	// claim is recorded (within ApprovalJobTimeout).
 	Resume(ctx context.Context, tenant, namespace, call string) error
 	Expire(ctx context.Context, tenant, namespace, approval string) error
 }
@@ -106,9 +115,11 @@ func (w *resumeWorker) Work(ctx context.Context, job *river.Job[ResumeArgs]) err
 	return r.Resume(ctx, job.Args.Tenant, job.Args.Namespace, job.Args.Call)
 }
 
-// Timeout leaves room for slow tools: the gateway bounds each tool call
-// itself.
-func (w *resumeWorker) Timeout(*river.Job[ResumeArgs]) time.Duration { return 10 * time.Minute }
+// Timeout is short: the runner returns once it has claimed the call and
+// runs the tool on its own (the gateway bounds each tool call itself). A
+// job left running by a killed process is rescued once this timeout and
+// Config.RescueStuckJobsAfter have passed.
+func (w *resumeWorker) Timeout(*river.Job[ResumeArgs]) time.Duration { return ApprovalJobTimeout }
 
 type expireWorker struct {
 	river.WorkerDefaults[ExpireArgs]
@@ -123,3 +134,6 @@ func (w *expireWorker) Work(ctx context.Context, job *river.Job[ExpireArgs]) err
 	}
 	return r.Expire(ctx, job.Args.Tenant, job.Args.Namespace, job.Args.Approval)
 }
+
+// Timeout is short, as the resume job's is.
+func (w *expireWorker) Timeout(*river.Job[ExpireArgs]) time.Duration { return ApprovalJobTimeout }

@@ -169,16 +169,14 @@ func (g *Gateway) scheduleResume(ctx context.Context, tenant, ns, call string) {
 	g.resumeHere(ctx, tenant, ns, call)
 }
 
-// resumeHere resumes an approved call in this process, in the background.
-// It is safe whatever else resumes the call (a resume job here or on
-// another replica): Resume claims the call with its resourceVersion as
+// resumeHere resumes an approved call in this process. It is safe
+// whatever else resumes the call (a resume job here or on another
+// replica): Resume claims the call with its resourceVersion as
 // precondition, so one of them runs it.
 func (g *Gateway) resumeHere(ctx context.Context, tenant, ns, call string) {
-	go func() {
-		if err := g.Resume(context.WithoutCancel(ctx), tenant, ns, call); err != nil {
-			g.log.Error("resume approved call", "toolcall", call, "err", err)
-		}
-	}()
+	if err := g.Resume(context.WithoutCancel(ctx), tenant, ns, call); err != nil {
+		g.log.Error("resume approved call", "toolcall", call, "err", err)
+	}
 }
 
 func refName(spec map[string]any, field string) string {

@@ -156,6 +156,7 @@ type Gateway struct {
 	aosCall *aosCalls
 	aos     *aos.Handler
 	stop    []func()
+	bg      background
 	base    context.Context
 	cancel  context.CancelFunc
 }
@@ -223,7 +224,8 @@ func New(cfg Config) (*Gateway, error) {
 	return g, nil
 }
 
-// Close stops the gateway's background work: the recorder commits what is
+// Close stops the gateway's background work: resumed calls get up to
+// resumeDrain to record their results, then the recorder commits what is
 // queued and refuses later writes. Call it once no request can reach the
 // gateway any more (server.Server drains its listeners first), so that the
 // calls in flight have recorded their results.
@@ -231,6 +233,7 @@ func (g *Gateway) Close() {
 	for _, stop := range g.stop {
 		stop()
 	}
+	g.bg.close(resumeDrain)
 	g.cancel()
 	g.rec.close()
 }

@@ -13,12 +13,38 @@ import (
 	"github.com/warden-dev/warden/app/store"
 )
 
-// Resume runs an approved call: it moves the call from AwaitingApproval to
-// Running with its resourceVersion as a precondition, so that of any number
-// of resume jobs, replicas and restarts exactly one runs the tool, then
-// runs steps 7 to 9. A call that is not approved and awaiting, or that
-// another resumer claimed, is left alone. It is the resume job's work.
+// Resume starts an approved call: it moves the call from AwaitingApproval
+// to Running with its resourceVersion as a precondition, so that of any
+// number of resume jobs, sweeps, replicas and restarts exactly one runs the
+// tool, and then runs steps 7 to 9 in the background. A call that is not
+// approved and awaiting, or that another resumer claimed, is left alone.
+// It is the resume job's work, and it returns once the call is claimed:
+// the job then has nothing left that a crash could lose (a Running call
+// whose process dies is finished by finishInterrupted), so it needs only a
+// short timeout, and River rescues it soon from a process killed before
+// the claim.
 func (g *Gateway) Resume(ctx context.Context, tenant, ns, name string) error {
+	if !g.bg.hold() {
+		return errorf("resume approved call %s: the gateway is shutting down", name)
+	}
+	claimed, err := g.claimApproved(ctx, tenant, ns, name)
+	if err != nil || claimed == nil {
+		g.bg.release()
+		return err
+	}
+	go func() {
+		defer g.bg.release()
+		if err := g.runClaimed(context.WithoutCancel(ctx), tenant, name, claimed); err != nil {
+			g.log.Error("run approved call", "toolcall", name, "err", err)
+		}
+	}()
+	return nil
+}
+
+// claimApproved moves the approved call ns/name from AwaitingApproval to
+// Running; nil when it is not an approved call awaiting its run, or
+// another resumer claimed it first.
+func (g *Gateway) claimApproved(ctx context.Context, tenant, ns, name string) (*resource.Object, error) {
 	var claimed *resource.Object
 	err := g.rec.do(ctx, tenant, func(ctx context.Context, tx store.Tx) error {
 		claimed = nil
@@ -42,11 +68,13 @@ func (g *Gateway) Resume(ctx context.Context, tenant, ns, name string) error {
 		return err
 	})
 	if err != nil {
-		return errorf("claim approved call %s: %w", name, err)
+		return nil, errorf("claim approved call %s: %w", name, err)
 	}
-	if claimed == nil {
-		return nil
-	}
+	return claimed, nil
+}
+
+// runClaimed runs steps 7 to 9 of a call Resume claimed.
+func (g *Gateway) runClaimed(ctx context.Context, tenant, name string, claimed *resource.Object) error {
 	v, err := viewOf(claimed)
 	if err != nil {
 		return err
@@ -64,7 +92,7 @@ func (g *Gateway) Resume(ctx context.Context, tenant, ns, name string) error {
 	}
 	_, err = g.execute(ctx, c)
 	if _, isAPI := apierr.As(err); isAPI {
-		// The tool's own failure is recorded in the call; the job is done.
+		// The tool's own failure is recorded in the call.
 		return nil
 	}
 	return err
