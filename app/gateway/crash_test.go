@@ -135,3 +135,33 @@ func TestOverdueApprovalExpiresAfterACrash(t *testing.T) {
 		})
 	}
 }
+
+// A replica dies after an approval and is never restarted: the periodic
+// sweep, which runs once per cluster on another replica, runs the call.
+func TestPeriodicSweepResumesForADeadReplica(t *testing.T) {
+	t.Parallel()
+	for name, url := range backends() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			storeURL := url(t)
+			ts := newToolServer(t)
+			st, err := backend.Open(ctx, storeURL, backend.Options{})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = st.Close() })
+			dying := start(t, envOptions{st: st, storeURL: storeURL, tools: ts, cfg: func(c *server.Config) { c.Queue = noQueue{} }})
+			dying.apply(fixture(ts.URL))
+			alive := start(t, envOptions{st: st, storeURL: storeURL, tools: ts, admin: dying.admin, river: true})
+			r := dying.pending(999)
+			d := dying.cp(http.MethodPost, "/v1/approvals/"+approvalOf(r.name())+"/decide", map[string]any{"decision": "approve"})
+			require.Equal(t, http.StatusOK, d.status, string(d.raw))
+			dying.stop()
+			require.Equal(t, "AwaitingApproval", do(t, http.MethodGet, alive.gwURL+"/v1/tool-calls/"+r.name(), alive.bot(), nil, nil).phase())
+
+			require.NoError(t, alive.srv.SweepApprovals(ctx))
+			got := alive.wait(r.name())
+			require.Equal(t, "Succeeded", got.phase(), string(got.raw))
+			require.Equal(t, 1, ts.count("/refund"))
+		})
+	}
+}

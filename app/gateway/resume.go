@@ -127,7 +127,16 @@ func getIfExists(ctx context.Context, tx store.Reader, key resource.Key) (*resou
 // to repeat and to race with the jobs, on this replica or another: both
 // write with the record's resourceVersion as precondition. Run it at
 // start-up, once the Queue works.
-func (g *Gateway) Sweep(ctx context.Context) error {
+func (g *Gateway) Sweep(ctx context.Context) error { return g.sweep(ctx, true) }
+
+// SweepPeriodic does the work of Sweep for what other replicas left: a
+// replica that dies and is not restarted. It is meant to run once per
+// cluster (the server's periodic job). Unlike Sweep it neither schedules
+// expiry jobs nor sets timers for calls still within their run limit: the
+// next period finds those again.
+func (g *Gateway) SweepPeriodic(ctx context.Context) error { return g.sweep(ctx, false) }
+
+func (g *Gateway) sweep(ctx context.Context, startup bool) error {
 	tenants, err := g.st.TenantList(ctx)
 	if err != nil {
 		return errorf("sweep: list tenants: %w", err)
@@ -167,7 +176,7 @@ func (g *Gateway) Sweep(ctx context.Context) error {
 			}
 		}
 		for _, c := range running {
-			if err := g.finishInterrupted(ctx, t.ID, c); err != nil {
+			if err := g.finishInterrupted(ctx, t.ID, c, startup); err != nil {
 				return errorf("sweep: interrupted call %s: %w", c.Metadata.Name, err)
 			}
 		}
@@ -179,7 +188,7 @@ func (g *Gateway) Sweep(ctx context.Context) error {
 				if err := g.Expire(ctx, t.ID, a.Metadata.Namespace, a.Metadata.Name); err != nil {
 					return errorf("sweep: expire %s: %w", a.Metadata.Name, err)
 				}
-			case g.cfg.Queue != nil:
+			case startup && g.cfg.Queue != nil:
 				if err := g.cfg.Queue.Expire(ctx, t.ID, a.Metadata.Namespace, a.Metadata.Name, at); err != nil {
 					return errorf("sweep: schedule expiry of %s: %w", a.Metadata.Name, err)
 				}

@@ -31,6 +31,7 @@ import (
 	"github.com/warden-dev/warden/app/store"
 	"github.com/warden-dev/warden/app/watch"
 	"github.com/warden-dev/warden/app/workload"
+	"github.com/warden-dev/warden/jobs"
 	"github.com/warden-dev/warden/web"
 )
 
@@ -88,6 +89,10 @@ type Config struct {
 	// Queue runs approval resumption and expiry as durable jobs; nil runs
 	// resumption in-process.
 	Queue gateway.Queue
+	// Cluster runs key rotation, retention and the approval sweep once
+	// per cluster, as River periodic jobs that New binds to this server;
+	// nil runs rotation and retention on this server's own timers.
+	Cluster *jobs.Cluster
 	// Tracer receives one trace per tool call; nil means none.
 	Tracer trace.TracerProvider
 	Now    func() time.Time
@@ -298,6 +303,9 @@ func New(cfg Config) (*Server, error) {
 		}
 	})
 	s.app = s.routes()
+	if cfg.Cluster != nil {
+		cfg.Cluster.Bind(s)
+	}
 	return s, nil
 }
 
@@ -338,8 +346,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 func (s *Server) serveControl(ctx context.Context, ln net.Listener) error {
 	errc := make(chan error, 1)
 	go func() { errc <- s.app.Listener(ln) }()
-	go s.rotateSigningKeys(s.base)
-	go s.retain(s.base, s.cfg.ChangeHistory)
+	s.background(s.base)
 	select {
 	case err := <-errc:
 		s.stopBackground()
