@@ -55,7 +55,9 @@ func TestClusterTasksRunOncePerPeriod(t *testing.T) {
 		},
 		"sqlite": func(t *testing.T) func(ctx context.Context, cfg jobs.Config) (*jobs.Queue, error) {
 			path := filepath.Join(t.TempDir(), "warden.db")
-			return func(ctx context.Context, cfg jobs.Config) (*jobs.Queue, error) { return jobs.OpenSQLite(ctx, path, cfg) }
+			return func(ctx context.Context, cfg jobs.Config) (*jobs.Queue, error) {
+				return jobs.OpenSQLite(ctx, path, cfg)
+			}
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
