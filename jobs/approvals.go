@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 )
 
@@ -91,8 +92,27 @@ func (a *Approvals) insert(ctx context.Context, args river.JobArgs, opts *river.
 // call: however many times it is scheduled, one job runs, and the gateway
 // claims the call with a precondition besides.
 func (a *Approvals) Resume(ctx context.Context, tenant, namespace, call string) error {
-	return a.insert(ctx, ResumeArgs{Tenant: tenant, Namespace: namespace, Call: call},
-		&river.InsertOpts{MaxAttempts: 10, UniqueOpts: river.UniqueOpts{ByArgs: true}})
+	return a.insert(ctx, ResumeArgs{Tenant: tenant, Namespace: namespace, Call: call}, resumeOpts())
+}
+
+// ResumeTx schedules the resumption of an approved call in tx, the store
+// transaction that records the decision, so that the decision and its job
+// commit together: no crash can leave an approved call without a job. tx
+// must offer PgxTx() pgx.Tx (the Postgres store's transactions do) and the
+// Queue must be on Postgres; otherwise ResumeTx reports false, doing
+// nothing, and the caller schedules with Resume after its commit.
+func (a *Approvals) ResumeTx(ctx context.Context, tx any, tenant, namespace, call string) (bool, error) {
+	q := a.queue.Load()
+	p, ok := tx.(interface{ PgxTx() pgx.Tx })
+	if q == nil || !ok {
+		return false, nil
+	}
+	return q.InsertTx(ctx, p.PgxTx(), ResumeArgs{Tenant: tenant, Namespace: namespace, Call: call}, resumeOpts())
+}
+
+// resumeOpts are the insert options of a resume job.
+func resumeOpts() *river.InsertOpts {
+	return &river.InsertOpts{MaxAttempts: 10, UniqueOpts: river.UniqueOpts{ByArgs: true}}
 }
 
 // Expire schedules the expiry of an approval at its deadline.

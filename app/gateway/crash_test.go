@@ -3,17 +3,24 @@ package gateway_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/require"
 
+	"github.com/warden-dev/warden/app/gateway"
 	"github.com/warden-dev/warden/app/server"
+	"github.com/warden-dev/warden/app/store"
 	"github.com/warden-dev/warden/app/store/backend"
+	"github.com/warden-dev/warden/app/store/postgres"
+	"github.com/warden-dev/warden/app/store/postgres/pgtest"
 	"github.com/warden-dev/warden/jobs"
 )
 
@@ -164,4 +171,70 @@ func TestPeriodicSweepResumesForADeadReplica(t *testing.T) {
 			require.Equal(t, 1, ts.count("/refund"))
 		})
 	}
+}
+
+// lostAfterCommit is the approval queue of a process that dies right after
+// a decision commits: a job scheduled after the commit is never inserted.
+type lostAfterCommit struct{ *jobs.Approvals }
+
+func (lostAfterCommit) Resume(context.Context, string, string, string) error {
+	return errors.New("the process died")
+}
+
+// failingCommit fails the next write transaction after its writes ran, as
+// a crash before COMMIT would.
+type failingCommit struct {
+	store.Store
+	fail atomic.Bool
+}
+
+func (s *failingCommit) Update(ctx context.Context, tenant string, fn func(ctx context.Context, tx store.Tx) error) error {
+	return s.Store.Update(ctx, tenant, func(ctx context.Context, tx store.Tx) error {
+		if err := fn(ctx, tx); err != nil {
+			return err
+		}
+		if s.fail.CompareAndSwap(true, false) {
+			return errors.New("crashed before commit")
+		}
+		return nil
+	})
+}
+
+// Pool is the Postgres store's pool, for the River queue.
+func (s *failingCommit) Pool() *pgxpool.Pool { return s.Store.(*postgres.Store).Pool() }
+
+// On Postgres an approval and its resume job commit in one transaction:
+// the job is there however soon after the commit the process dies, and is
+// gone with a decision that never committed.
+func TestDecisionAndResumeJobCommitTogether(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	storeURL := pgtest.NewDatabase(t)
+	ts := newToolServer(t)
+	pg, err := backend.Open(ctx, storeURL, backend.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = pg.Close() })
+	st := &failingCommit{Store: pg}
+	e := start(t, envOptions{st: st, storeURL: storeURL, tools: ts, river: true,
+		queue: func(a *jobs.Approvals) gateway.Queue { return lostAfterCommit{a} }})
+	e.apply(fixture(ts.URL))
+	r := e.pending(999)
+	jobsFor := func() int {
+		var n int
+		require.NoError(t, pg.(*postgres.Store).Pool().QueryRow(ctx,
+			`SELECT count(*) FROM river_job WHERE kind = $1 AND args->>'call' = $2`, jobs.ResumeArgs{}.Kind(), r.name()).Scan(&n))
+		return n
+	}
+
+	st.fail.Store(true)
+	d := e.cp(http.MethodPost, "/v1/approvals/"+approvalOf(r.name())+"/decide", map[string]any{"decision": "approve"})
+	require.Equal(t, http.StatusInternalServerError, d.status, string(d.raw))
+	require.Equal(t, 0, jobsFor(), "no job for a decision that never committed")
+
+	d = e.cp(http.MethodPost, "/v1/approvals/"+approvalOf(r.name())+"/decide", map[string]any{"decision": "approve"})
+	require.Equal(t, http.StatusOK, d.status, string(d.raw))
+	got := e.wait(r.name())
+	require.Equal(t, "Succeeded", got.phase(), string(got.raw))
+	require.Equal(t, 1, jobsFor())
+	require.Equal(t, 1, ts.count("/refund"))
 }

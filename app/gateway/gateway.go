@@ -105,6 +105,15 @@ type Queue interface {
 	Expire(ctx context.Context, tenant, namespace, approval string, at time.Time) error
 }
 
+// TxQueue is a Queue that can also schedule a resumption inside the store
+// transaction that records the approval (jobs.Approvals on Postgres), so
+// that the decision and its job commit together. ResumeTx reports false,
+// having done nothing, when it cannot for tx; the gateway then schedules
+// with Resume after the commit.
+type TxQueue interface {
+	ResumeTx(ctx context.Context, tx any, tenant, namespace, call string) (bool, error)
+}
+
 // Config configures a Gateway.
 type Config struct {
 	Store    store.Store
