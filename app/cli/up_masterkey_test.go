@@ -73,3 +73,60 @@ func TestUpRefusesAnotherMasterKey(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, installed.Fingerprint(), fp)
 }
+
+// TestRotateMasterKeyMovesTheFingerprint rotates the key file's master key
+// with `secrets rotate-master-key`: the store then expects the new key, and
+// a rotation from a key the store was not set up with is refused.
+func TestRotateMasterKeyMovesTheFingerprint(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	home := t.TempDir()
+	keyFile := filepath.Join(home, secret.MasterKeyFileName)
+	run := func(env map[string]string, args ...string) (int, string) {
+		var out, errb bytes.Buffer
+		e := cli.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Now: time.Now,
+			LookupEnv: func(k string) (string, bool) {
+				if k == "WARDEN_HOME" {
+					return home, true
+				}
+				v, ok := env[k]
+				return v, ok
+			}}
+		return cli.RunWith(ctx, e, append([]string{"warden"}, args...)), errb.String()
+	}
+	keyringOf := func() *secret.Keyring {
+		raw, err := secret.LoadMasterKey(nil, keyFile)
+		require.NoError(t, err)
+		k, err := secret.NewKeyring(raw)
+		require.NoError(t, err)
+		return k
+	}
+	fingerprint := func() []byte {
+		st, err := backend.Open(ctx, "sqlite://"+filepath.Join(home, "warden.db"), backend.Options{})
+		require.NoError(t, err)
+		defer func() { _ = st.Close() }()
+		fp, err := st.MasterKeyFingerprint(ctx)
+		require.NoError(t, err)
+		return fp
+	}
+	old := keyringOf() // creates the key file, as up's first start does
+	st, err := backend.Open(ctx, "sqlite://"+filepath.Join(home, "warden.db"), backend.Options{})
+	require.NoError(t, err)
+	require.NoError(t, secret.CheckMasterKey(ctx, st, old))
+	require.NoError(t, st.Close())
+
+	code, stderr := run(nil, "secrets", "rotate-master-key")
+	require.Equal(t, cli.ExitOK, code, stderr)
+	current := keyringOf()
+	require.NotEqual(t, old.ID(), current.ID())
+	require.Equal(t, current.Fingerprint(), fingerprint())
+
+	other, err := secret.GenerateMasterKey()
+	require.NoError(t, err)
+	next, err := secret.GenerateMasterKey()
+	require.NoError(t, err)
+	code, stderr = run(map[string]string{secret.EnvMasterKey: other, "WARDEN_MASTER_KEY_NEW": next}, "secrets", "rotate-master-key")
+	require.Equal(t, cli.ExitFailure, code)
+	require.Contains(t, stderr, "wrong master key")
+	require.Equal(t, current.Fingerprint(), fingerprint(), "a refused rotation changes nothing")
+}
