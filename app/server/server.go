@@ -55,9 +55,11 @@ type Config struct {
 	// AllowPlaintext lets a listener off loopback serve without TLS. Without
 	// it the server refuses to start there.
 	AllowPlaintext bool
-	// Keyring seals Secret values and workload signing keys. nil means an
-	// ephemeral random master key (tests): secrets then do not survive a
-	// restart, and a warning is logged.
+	// Keyring seals Secret values and workload signing keys. New refuses
+	// one whose master key is not the store's installation's
+	// (secret.CheckMasterKey). nil means an ephemeral random master key
+	// (tests): secrets then do not survive a restart, and a warning is
+	// logged.
 	Keyring *secret.Keyring
 	// PublicURL is the control plane's externally visible base URL, the
 	// issuer of workload tokens; default http://<ControlAddr>.
