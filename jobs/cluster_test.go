@@ -98,3 +98,37 @@ func TestClusterTasksRunOncePerPeriod(t *testing.T) {
 		})
 	}
 }
+
+// InsertTx puts the job in the caller's transaction on Postgres: it is
+// there when the transaction commits and gone when it rolls back. On
+// SQLite, whose store and queue hold two connections, it declines.
+func TestInsertTx(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pg := newPGDatabase(t)
+	e := pg.newEnv(t)
+	q := e.open(t, nil, false)
+	for _, commit := range []bool{false, true} {
+		tx, err := pg.store.Pool().Begin(ctx)
+		require.NoError(t, err)
+		ok, err := q.InsertTx(ctx, tx, testArgs{N: 1}, &river.InsertOpts{Queue: e.queue})
+		require.NoError(t, err)
+		require.True(t, ok)
+		if commit {
+			require.NoError(t, tx.Commit(ctx))
+		} else {
+			require.NoError(t, tx.Rollback(ctx))
+		}
+		n, err := e.count(ctx, "available")
+		require.NoError(t, err)
+		require.Equal(t, map[bool]int{false: 0, true: 1}[commit], n, "committed: %v", commit)
+	}
+
+	lite := newSQLiteEnv(t).open(t, nil, false)
+	tx, err := pg.store.Pool().Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	ok, err := lite.InsertTx(ctx, tx, testArgs{N: 1}, nil)
+	require.NoError(t, err)
+	require.False(t, ok)
+}
