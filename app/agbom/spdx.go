@@ -36,15 +36,15 @@ func SPDX(b *BOM) ([]byte, error) {
 	for i := range b.Components {
 		c := &b.Components[i]
 		p := &spdx.Package{
-			PackageName:             c.Name,
-			PackageSPDXIdentifier:   ids[c.Ref],
-			PackageVersion:          c.Version,
-			PackageDownloadLocation: "NOASSERTION",
-			FilesAnalyzed:           false,
+			PackageName:               c.Name,
+			PackageSPDXIdentifier:     ids[c.Ref],
+			PackageVersion:            c.Version,
+			PackageDownloadLocation:   "NOASSERTION",
+			FilesAnalyzed:             false,
 			IsFilesAnalyzedTagPresent: true,
-			PackageDescription:      c.Description,
-			PrimaryPackagePurpose:   spdxPurpose(c.Kind),
-			PackageComment:          spdxComment(c),
+			PackageDescription:        c.Description,
+			PrimaryPackagePurpose:     spdxPurpose(c.Kind),
+			PackageComment:            spdxComment(c),
 		}
 		if c.Provider != "" {
 			p.PackageSupplier = &common.Supplier{Supplier: c.Provider, SupplierType: "Organization"}
