@@ -165,13 +165,19 @@ func (s *Service) Refresh(ctx context.Context, tenant, ns, agent string, generat
 }
 
 // RefreshManifest is Refresh for a manifest named "<agent>-g<generation>",
-// as the AgentCompiled event names it.
+// as the AgentCompiled event names it. A manifest deleted since is not an
+// error: there is nothing left to describe.
 func (s *Service) RefreshManifest(ctx context.Context, tenant, ns, manifest, compiledAt string) error {
 	agent, gen, ok := ParseManifestName(manifest)
 	if !ok {
 		return fmt.Errorf("%w: %q is not a manifest name (<agent>-g<generation>)", ErrInvalid, manifest)
 	}
 	_, _, err := s.Refresh(ctx, tenant, ns, agent, gen, compiledAt)
+	if errors.Is(err, ErrNotFound) {
+		// Deleted since it was compiled: nothing left to describe.
+		s.cfg.Logger.DebugContext(ctx, "AgBOM refresh of a manifest that is gone", "tenant", tenant, "namespace", ns, "manifest", manifest)
+		return nil
+	}
 	return err
 }
 
