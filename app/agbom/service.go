@@ -300,7 +300,7 @@ func manifestOf(ctx context.Context, r store.Reader, ns, agent string, generatio
 	}
 	m, err := r.ResourceGet(ctx, resource.Key{Kind: resource.KindCompiledAgentManifest, Namespace: ns, Name: name})
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("%w: agent %q in namespace %q has no manifest %s", ErrNotFound, agent, ns, name)
+		return nil, fmt.Errorf("%w: agent %q in namespace %q has no compiled manifest %s", ErrNotFound, agent, ns, name)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("agbom: read manifest %s: %w", name, err)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/riverqueue/river"
 
+	"github.com/warden-dev/warden/app/agbom"
 	"github.com/warden-dev/warden/app/clientconfig"
 	"github.com/warden-dev/warden/app/compile"
 	"github.com/warden-dev/warden/app/gateway"
@@ -319,13 +320,16 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 	// store's database.
 	workers := river.NewWorkers()
 	approvals := jobs.NewApprovals(workers)
+	agboms := jobs.NewAgBOMs(workers)
 	queue, err := openQueue(ctx, st, storeURL, jobs.Config{Workers: workers, Logger: logger})
 	if err != nil {
 		return fmt.Errorf("job queue: %w", err)
 	}
 	approvals.SetQueue(queue)
+	agboms.SetQueue(queue)
 	srv, err := server.New(server.Config{
 		Queue:          approvals,
+		AgBOMQueue:     agbomQueue(agboms, gatewayPort),
 		Sandbox:        osTools,
 		Store:          st,
 		Logger:         logger,
@@ -347,6 +351,7 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		return err
 	}
 	defer stopQueue(queue, logger)
+	agboms.Bind(srv.AgBOM())
 	if gw := srv.Gateway(); gw != nil {
 		approvals.Bind(gw)
 		// The queue stops when up returns, not when ctx ends, so that
@@ -367,6 +372,16 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		return fmt.Errorf("serve: %w", err)
 	}
 	return nil
+}
+
+// agbomQueue is where AgBOM refreshes go: the job queue, which up starts
+// only with the tool gateway (it must not work approval jobs without one),
+// else nil, and the server refreshes in-process.
+func agbomQueue(q *jobs.AgBOMs, gatewayPort int) agbom.Queue {
+	if gatewayPort == 0 {
+		return nil
+	}
+	return q
 }
 
 // stopQueue stops the job queue, giving running jobs 5 seconds, and never

@@ -18,6 +18,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/warden-dev/warden/app/adapter"
+	"github.com/warden-dev/warden/app/agbom"
 	"github.com/warden-dev/warden/app/apply"
 	"github.com/warden-dev/warden/app/auth"
 	"github.com/warden-dev/warden/app/authz"
@@ -85,6 +86,9 @@ type Config struct {
 	Sandbox gateway.OSRunner
 	// Guardians calls external Guardian Agents over AOS.
 	Guardians gateway.Guardian
+	// AgBOMQueue runs the AgBOM refresh of every AgentCompiled as a
+	// durable job (jobs.AgBOMs); nil refreshes in-process.
+	AgBOMQueue agbom.Queue
 	// Queue runs approval resumption and expiry as durable jobs; nil runs
 	// resumption in-process.
 	Queue gateway.Queue
@@ -201,6 +205,10 @@ type Server struct {
 	console *web.Console
 	// gateway is the tool gateway; nil with GatewayAddr "off".
 	gateway *gateway.Gateway
+	// agbom serves and regenerates AgBOMs; stopAgBOM ends its event
+	// subscription.
+	agbom     *agbom.Service
+	stopAgBOM func()
 	// base ends streams when the server shuts down.
 	base   context.Context
 	cancel context.CancelFunc
@@ -285,6 +293,11 @@ func New(cfg Config) (*Server, error) {
 		cancel()
 		return nil, err
 	}
+	if s.agbom, err = agbom.New(agbom.Config{Store: cfg.Store, Bus: bus, Logger: cfg.Logger, Now: cfg.Now}); err != nil {
+		cancel()
+		return nil, fmt.Errorf("agbom: %w", err)
+	}
+	s.stopAgBOM = s.agbom.Watch(bus, cfg.AgBOMQueue)
 	// Grants change with RoleBindings and the Tenant record: drop the
 	// tenant's cached decisions whenever one is applied.
 	bus.Subscribe(func(ev events.Event) {
@@ -355,6 +368,7 @@ func (s *Server) serveControl(ctx context.Context, ln net.Listener) error {
 func (s *Server) stopBackground() {
 	s.cancel()
 	s.hub.Close()
+	s.stopAgBOM()
 }
 
 // closeGateway stops the gateway's background work once no request can
