@@ -166,3 +166,15 @@ func hexOf(h string) string {
 	}
 	return h[len(prefix):]
 }
+
+// RefreshResult answers POST /v1/agbom/{agent}/refresh.
+type RefreshResult struct {
+	Namespace  string `json:"namespace"`
+	Agent      string `json:"agent"`
+	Generation int64  `json:"generation"`
+	Manifest   string `json:"manifest"`
+	Revision   int64  `json:"revision"`
+	// Updated is true when the stored BOM changed (and AgBOMUpdated was
+	// emitted).
+	Updated bool `json:"updated"`
+}

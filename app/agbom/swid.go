@@ -101,6 +101,9 @@ func SWID(b *BOM) ([]byte, error) {
 			}
 		}
 		for _, p := range c.Properties {
+			if !ncName(p.Name) {
+				return nil, fmt.Errorf("agbom: property %q of %s cannot be a SWID attribute name", p.Name, c.Ref)
+			}
 			attrs = append(attrs, wattr(p.Name, p.Value))
 		}
 		if on := deps[c.Ref]; len(on) > 0 {
@@ -135,4 +138,21 @@ func dedupeAttrs(attrs []xml.Attr) []xml.Attr {
 		}
 	}
 	return out
+}
+
+// ncName reports whether s can be the local part of an XML attribute name
+// (an ASCII NCName; property names are Warden's own identifiers).
+func ncName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r == '_':
+		case i > 0 && (r >= '0' && r <= '9' || r == '-' || r == '.'):
+		default:
+			return false
+		}
+	}
+	return true
 }

@@ -97,18 +97,6 @@ func (s *Server) handleAgBOMGet(c *fiber.Ctx) error {
 	return c.Send(doc)
 }
 
-// agbomRefreshResponse answers POST /v1/agbom/{agent}/refresh.
-type agbomRefreshResponse struct {
-	Namespace  string `json:"namespace"`
-	Agent      string `json:"agent"`
-	Generation int64  `json:"generation"`
-	Manifest   string `json:"manifest"`
-	Revision   int64  `json:"revision"`
-	// Updated is true when the stored BOM changed (and AgBOMUpdated was
-	// emitted).
-	Updated bool `json:"updated"`
-}
-
 // handleAgBOMRefresh serves POST /v1/agbom/{agent}/refresh?generation=.
 func (s *Server) handleAgBOMRefresh(c *fiber.Ctx) error {
 	ns, agent, err := s.agbomTarget(c, auth.VerbApply)
@@ -123,7 +111,7 @@ func (s *Server) handleAgBOMRefresh(c *fiber.Ctx) error {
 	if err != nil {
 		return agbomError(err)
 	}
-	return c.JSON(agbomRefreshResponse{Namespace: b.Namespace, Agent: b.Agent, Generation: b.Generation,
+	return c.JSON(agbom.RefreshResult{Namespace: b.Namespace, Agent: b.Agent, Generation: b.Generation,
 		Manifest: b.Manifest, Revision: b.Revision, Updated: updated})
 }
 
