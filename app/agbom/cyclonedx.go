@@ -42,6 +42,9 @@ func Render(b *BOM, format string) ([]byte, error) {
 	return nil, fmt.Errorf("%w: unknown format %q: use cyclonedx, spdx or swid", ErrInvalid, format)
 }
 
+// cycloneDXSchema is the JSON schema a CycloneDX AgBOM names.
+const cycloneDXSchema = "http://cyclonedx.org/schema/bom-1.6.schema.json"
+
 // propertyPrefix namespaces Warden's properties in CycloneDX, as the
 // CycloneDX property taxonomy asks.
 const propertyPrefix = "warden:"
@@ -52,6 +55,11 @@ const propertyPrefix = "warden:"
 // components, tools and MCP servers services; Warden is the metadata tool.
 func CycloneDX(b *BOM) ([]byte, error) {
 	bom := cdx.NewBOM()
+	// Built as 1.6 from the start, so Encode needs no EncodeVersion (whose
+	// conversion deep-copies the BOM through gob, most of the cost).
+	bom.SpecVersion = cdx.SpecVersion1_6
+	bom.JSONSchema = cycloneDXSchema
+	bom.XMLNS = ""
 	bom.SerialNumber = "urn:uuid:" + b.serial()
 	bom.Version = int(b.Revision)
 	warden := cdx.Component{Type: cdx.ComponentTypeApplication, Name: "warden", Version: b.WardenVersion,
@@ -105,7 +113,7 @@ func CycloneDX(b *BOM) ([]byte, error) {
 
 	var buf bytes.Buffer
 	enc := cdx.NewBOMEncoder(&buf, cdx.BOMFileFormatJSON).SetPretty(true).SetEscapeHTML(false)
-	if err := enc.EncodeVersion(bom, cdx.SpecVersion1_6); err != nil {
+	if err := enc.Encode(bom); err != nil {
 		return nil, fmt.Errorf("agbom: encode CycloneDX: %w", err)
 	}
 	return buf.Bytes(), nil

@@ -89,7 +89,7 @@ func jsonSchema(t *testing.T, main string, files map[string]string) *jsonschema.
 	return s
 }
 
-func cycloneDXSchema(t *testing.T) *jsonschema.Schema {
+func cycloneDXValidator(t *testing.T) *jsonschema.Schema {
 	const base = "http://cyclonedx.org/schema/"
 	return jsonSchema(t, base+"bom-1.6.schema.json", map[string]string{
 		base + "bom-1.6.schema.json":  "testdata/schema/cyclonedx/bom-1.6.schema.json",
@@ -175,7 +175,7 @@ func TestRenderValidatesAgainstSchemas(t *testing.T) {
 			t.Parallel()
 			cdxDoc, err := Render(tc.bom, FormatCycloneDX)
 			require.NoError(t, err)
-			require.NoError(t, validateJSON(t, cycloneDXSchema(t), cdxDoc))
+			require.NoError(t, validateJSON(t, cycloneDXValidator(t), cdxDoc))
 			spdxDoc, err := Render(tc.bom, FormatSPDX)
 			require.NoError(t, err)
 			require.NoError(t, validateJSON(t, spdxSchema(t), spdxDoc))
@@ -201,8 +201,8 @@ func TestSchemasRefuseBrokenDocuments(t *testing.T) {
 	}
 	cdxDoc, err := Render(b, FormatCycloneDX)
 	require.NoError(t, err)
-	require.Error(t, validateJSON(t, cycloneDXSchema(t), breakJSON(cdxDoc, "specVersion")))
-	require.Error(t, validateJSON(t, cycloneDXSchema(t), bytes.Replace(cdxDoc, []byte(`"machine-learning-model"`), []byte(`"llm"`), 1)))
+	require.Error(t, validateJSON(t, cycloneDXValidator(t), breakJSON(cdxDoc, "specVersion")))
+	require.Error(t, validateJSON(t, cycloneDXValidator(t), bytes.Replace(cdxDoc, []byte(`"machine-learning-model"`), []byte(`"llm"`), 1)))
 	spdxDoc, err := Render(b, FormatSPDX)
 	require.NoError(t, err)
 	require.Error(t, validateJSON(t, spdxSchema(t), breakJSON(spdxDoc, "creationInfo")))

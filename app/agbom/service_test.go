@@ -48,7 +48,7 @@ type env struct {
 	updates  chan events.Event
 }
 
-func newEnv(t *testing.T, storeURL string, withRiver bool) *env {
+func newEnv(t testing.TB, storeURL string, withRiver bool) *env {
 	t.Helper()
 	ctx := context.Background()
 	st, err := backend.Open(ctx, storeURL, backend.Options{})
@@ -97,7 +97,7 @@ func newEnv(t *testing.T, storeURL string, withRiver bool) *env {
 	return e
 }
 
-func (e *env) apply(t *testing.T, body []byte) {
+func (e *env) apply(t testing.TB, body []byte) {
 	t.Helper()
 	docs, err := resource.DecodeDocuments(body)
 	require.NoError(t, err)
@@ -106,7 +106,7 @@ func (e *env) apply(t *testing.T, body []byte) {
 }
 
 // next waits for the next AgBOMUpdated.
-func (e *env) next(t *testing.T) events.Event {
+func (e *env) next(t testing.TB) events.Event {
 	t.Helper()
 	select {
 	case ev := <-e.updates:
@@ -117,7 +117,7 @@ func (e *env) next(t *testing.T) events.Event {
 	}
 }
 
-func fixture(t *testing.T) []byte {
+func fixture(t testing.TB) []byte {
 	t.Helper()
 	b, err := os.ReadFile("testdata/fleet.yaml")
 	require.NoError(t, err)
