@@ -3,7 +3,6 @@ package agbom_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -13,11 +12,17 @@ import (
 )
 
 // BenchmarkServiceGet50Tools measures the API's work for an agent of 50
-// tools on the embedded store: reading the stored BOM from the manifest's
+// tools on each store: reading the stored BOM from the manifest's
 // status and rendering it (get+<format>), and a refresh that rebuilds the
 // BOM from the store and finds it unchanged (refresh).
 func BenchmarkServiceGet50Tools(b *testing.B) {
-	e := newEnv(b, "sqlite://"+filepath.Join(b.TempDir(), "warden.db"), false)
+	for _, name := range []string{"sqlite", "postgres"} {
+		b.Run(name, func(b *testing.B) { benchServiceGet(b, backends()[name](b)) })
+	}
+}
+
+func benchServiceGet(b *testing.B, storeURL string) {
+	e := newEnv(b, storeURL, false)
 	var sb strings.Builder
 	var tools []string
 	for i := range 50 {
