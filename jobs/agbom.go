@@ -14,6 +14,9 @@ type AgBOMArgs struct {
 	Tenant    string `json:"tenant"`
 	Namespace string `json:"namespace"`
 	Manifest  string `json:"manifest"`
+	// ResourceVersion is the manifest's version the compile wrote: two
+	// compiles within one second are two jobs.
+	ResourceVersion string `json:"resourceVersion"`
 	// CompiledAt is the AgentCompiled event's time (RFC 3339), recorded
 	// as the BOM's timestamp.
 	CompiledAt string `json:"compiledAt"`
@@ -52,16 +55,18 @@ func (a *AgBOMs) Bind(r AgBOMRefresher) { a.refresher.Store(&r) }
 func (a *AgBOMs) SetQueue(q *Queue) { a.queue.Store(q) }
 
 // EnqueueAgBOM schedules the regeneration of a manifest's AgBOM. Jobs are
-// unique by their arguments, so one AgentCompiled event runs one job
+// unique by their arguments (the manifest's resourceVersion among them),
+// so one AgentCompiled event runs one job
 // however often it is scheduled; the refresh is idempotent besides (an
 // unchanged BOM is neither written nor announced again), so a retry is
 // harmless.
-func (a *AgBOMs) EnqueueAgBOM(ctx context.Context, tenant, namespace, manifest, compiledAt string) error {
+func (a *AgBOMs) EnqueueAgBOM(ctx context.Context, tenant, namespace, manifest, resourceVersion, compiledAt string) error {
 	q := a.queue.Load()
 	if q == nil {
 		return errors.New("jobs: no queue set")
 	}
-	_, err := q.Insert(ctx, AgBOMArgs{Tenant: tenant, Namespace: namespace, Manifest: manifest, CompiledAt: compiledAt},
+	args := AgBOMArgs{Tenant: tenant, Namespace: namespace, Manifest: manifest, ResourceVersion: resourceVersion, CompiledAt: compiledAt}
+	_, err := q.Insert(ctx, args,
 		&river.InsertOpts{MaxAttempts: 10, UniqueOpts: river.UniqueOpts{ByArgs: true}})
 	return err
 }

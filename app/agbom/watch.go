@@ -11,7 +11,9 @@ import (
 // Queue schedules the regeneration of a manifest's BOM as a durable job
 // (jobs.AgBOMs, a River job on the store's database).
 type Queue interface {
-	EnqueueAgBOM(ctx context.Context, tenant, namespace, manifest, compiledAt string) error
+	// EnqueueAgBOM schedules the refresh of a manifest's BOM after the
+	// compile that wrote the manifest at resourceVersion at compiledAt.
+	EnqueueAgBOM(ctx context.Context, tenant, namespace, manifest, resourceVersion, compiledAt string) error
 }
 
 // enqueueTimeout bounds the insert of one job (or one in-process
@@ -42,6 +44,7 @@ func (s *Service) Watch(bus *events.Bus, q Queue) (stop func()) {
 		if manifest == "" {
 			return
 		}
+		rv, _ := ev.Data["resourceVersion"].(string)
 		compiledAt := ev.Time.UTC().Format(time.RFC3339)
 		mu.Lock()
 		defer mu.Unlock()
@@ -55,7 +58,7 @@ func (s *Service) Watch(bus *events.Bus, q Queue) (stop func()) {
 			defer done()
 			var err error
 			if q != nil {
-				err = q.EnqueueAgBOM(ctx, ev.Tenant, ev.Namespace, manifest, compiledAt)
+				err = q.EnqueueAgBOM(ctx, ev.Tenant, ev.Namespace, manifest, rv, compiledAt)
 			} else {
 				err = s.RefreshManifest(ctx, ev.Tenant, ev.Namespace, manifest, compiledAt)
 			}
