@@ -9,16 +9,19 @@ import (
 )
 
 // AgBOMArgs regenerates the AgBOM of one compiled manifest; the job of
-// every AgentCompiled event.
+// every AgentCompiled event, and of every change of a resource manifests
+// resolve (app/agbom's Watch).
 type AgBOMArgs struct {
 	Tenant    string `json:"tenant"`
 	Namespace string `json:"namespace"`
 	Manifest  string `json:"manifest"`
-	// ResourceVersion is the manifest's version the compile wrote: two
-	// compiles within one second are two jobs.
-	ResourceVersion string `json:"resourceVersion"`
+	// Cause names what asked for the refresh, so that two causes are two
+	// jobs (two compiles within one second among them): the manifest's
+	// resourceVersion after a compile, or "<Kind>/<name>@<resourceVersion>"
+	// of a changed dependency.
+	Cause string `json:"cause"`
 	// CompiledAt is the AgentCompiled event's time (RFC 3339), recorded
-	// as the BOM's timestamp.
+	// as the BOM's timestamp; empty after a dependency change.
 	CompiledAt string `json:"compiledAt"`
 }
 
@@ -55,17 +58,17 @@ func (a *AgBOMs) Bind(r AgBOMRefresher) { a.refresher.Store(&r) }
 func (a *AgBOMs) SetQueue(q *Queue) { a.queue.Store(q) }
 
 // EnqueueAgBOM schedules the regeneration of a manifest's AgBOM. Jobs are
-// unique by their arguments (the manifest's resourceVersion among them),
-// so one AgentCompiled event runs one job
+// unique by their arguments (the cause among them), so one event runs one
+// job
 // however often it is scheduled; the refresh is idempotent besides (an
 // unchanged BOM is neither written nor announced again), so a retry is
 // harmless.
-func (a *AgBOMs) EnqueueAgBOM(ctx context.Context, tenant, namespace, manifest, resourceVersion, compiledAt string) error {
+func (a *AgBOMs) EnqueueAgBOM(ctx context.Context, tenant, namespace, manifest, cause, compiledAt string) error {
 	q := a.queue.Load()
 	if q == nil {
 		return errors.New("jobs: no queue set")
 	}
-	args := AgBOMArgs{Tenant: tenant, Namespace: namespace, Manifest: manifest, ResourceVersion: resourceVersion, CompiledAt: compiledAt}
+	args := AgBOMArgs{Tenant: tenant, Namespace: namespace, Manifest: manifest, Cause: cause, CompiledAt: compiledAt}
 	_, err := q.Insert(ctx, args,
 		&river.InsertOpts{MaxAttempts: 10, UniqueOpts: river.UniqueOpts{ByArgs: true}})
 	return err

@@ -131,6 +131,12 @@ func (s *Service) Diff(ctx context.Context, tenant, ns, agent string, from, to i
 // asked for it, if any. It reports whether the stored BOM changed, in
 // which case it also recorded and published AgBOMUpdated.
 func (s *Service) Refresh(ctx context.Context, tenant, ns, agent string, generation int64, compiledAt string) (*BOM, bool, error) {
+	return s.refreshAgent(ctx, tenant, ns, agent, generation, compiledAt, false)
+}
+
+// refreshAgent is Refresh; with onlyCurrent it leaves a manifest alone
+// unless its stored BOM describes the manifest's current content.
+func (s *Service) refreshAgent(ctx context.Context, tenant, ns, agent string, generation int64, compiledAt string, onlyCurrent bool) (*BOM, bool, error) {
 	var (
 		out     *BOM
 		changed bool
@@ -144,7 +150,7 @@ func (s *Service) Refresh(ctx context.Context, tenant, ns, agent string, generat
 			if err != nil {
 				return err
 			}
-			out, changed, ev, err = s.refresh(ctx, tx, tenant, m, compiledAt)
+			out, changed, ev, err = s.refresh(ctx, tx, tenant, m, compiledAt, onlyCurrent)
 			return err
 		})
 		if errors.Is(err, store.ErrConflict) && attempt < 3 {
@@ -164,15 +170,20 @@ func (s *Service) Refresh(ctx context.Context, tenant, ns, agent string, generat
 	return out, changed, nil
 }
 
-// RefreshManifest is Refresh for a manifest named "<agent>-g<generation>",
-// as the AgentCompiled event names it. A manifest deleted since is not an
-// error: there is nothing left to describe.
+// RefreshManifest is the refresh of the jobs Watch schedules, for a
+// manifest named "<agent>-g<generation>". With compiledAt, the time of the
+// AgentCompiled event that asked for it, it is Refresh. Without, it follows
+// a change of a dependency and only updates a stored BOM that describes the
+// manifest's current content: one not stored yet, or stale because the
+// manifest was just rewritten, is left to the job of that compile, which
+// knows the compile time. A manifest deleted since is not an error: there
+// is nothing left to describe.
 func (s *Service) RefreshManifest(ctx context.Context, tenant, ns, manifest, compiledAt string) error {
 	agent, gen, ok := ParseManifestName(manifest)
 	if !ok {
 		return fmt.Errorf("%w: %q is not a manifest name (<agent>-g<generation>)", ErrInvalid, manifest)
 	}
-	_, _, err := s.Refresh(ctx, tenant, ns, agent, gen, compiledAt)
+	_, _, err := s.refreshAgent(ctx, tenant, ns, agent, gen, compiledAt, compiledAt == "")
 	if errors.Is(err, ErrNotFound) {
 		// Deleted since it was compiled: nothing left to describe.
 		s.cfg.Logger.DebugContext(ctx, "AgBOM refresh of a manifest that is gone", "tenant", tenant, "namespace", ns, "manifest", manifest)
@@ -181,11 +192,14 @@ func (s *Service) RefreshManifest(ctx context.Context, tenant, ns, manifest, com
 	return err
 }
 
-func (s *Service) refresh(ctx context.Context, tx store.Tx, tenant string, m *resource.Object, compiledAt string) (*BOM, bool, events.Event, error) {
+func (s *Service) refresh(ctx context.Context, tx store.Tx, tenant string, m *resource.Object, compiledAt string, onlyCurrent bool) (*BOM, bool, events.Event, error) {
 	stored := storedBOM(m)
 	sha, err := jcs.SHA256(m.Spec)
 	if err != nil {
 		return nil, false, events.Event{}, fmt.Errorf("agbom: manifest %s: %w", m.Metadata.Name, err)
+	}
+	if onlyCurrent && (stored == nil || stored.ManifestSha != sha) {
+		return stored, false, events.Event{}, nil
 	}
 	info := s.info(stored, sha, compiledAt)
 	if stored != nil {
@@ -238,6 +252,12 @@ func (s *Service) info(stored *BOM, sha, compiledAt string) Info {
 		info.Revision = stored.Revision + 1
 		if stored.ManifestSha == sha {
 			info.WardenVersion, info.CompiledAt = stored.WardenVersion, stored.CompiledAt
+			// A refresh after a dependency change (which knows no compile
+			// time) may have stored this content before the job of the
+			// compile that wrote it ran: the later compile time wins.
+			if compiledAt > stored.CompiledAt {
+				info.CompiledAt = compiledAt
+			}
 		}
 	}
 	return info

@@ -366,3 +366,63 @@ func TestGetErrors(t *testing.T) {
 	_, err := e.svc.Diff(ctx, tenant, "support", "support-bot", 0, 1)
 	require.ErrorIs(t, err, agbom.ErrInvalid, "generation 1 has none before it")
 }
+
+// TestDependencyChangeRefreshes: a Model's version and an MCP server's URL
+// are not in the manifest, so changing them compiles nothing; the BOM of
+// the agents using them is refreshed all the same (a new revision of the
+// same generation, the compile time kept), by the River job and in-process.
+func TestDependencyChangeRefreshes(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		url   func(t testing.TB) string
+		river bool
+	}{
+		{"sqlite river", backends()["sqlite"], true},
+		{"postgres river", backends()["postgres"], true},
+		{"sqlite in-process", backends()["sqlite"], false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, tc.url(t), tc.river)
+			ctx := context.Background()
+			e.apply(t, fixture(t))
+			e.next(t)
+			before, err := e.svc.Get(ctx, tenant, "support", "support-bot", 0)
+			require.NoError(t, err)
+
+			e.apply(t, []byte(`apiVersion: warden.dev/v1alpha1
+kind: Model
+metadata: {name: gpt-4o, namespace: support}
+spec:
+  provider: openai
+  model: gpt-4o
+  version: "2024-11-20"
+  capabilities: {toolUse: true, streaming: true, contextWindow: 128000}
+`))
+			ev := e.next(t)
+			require.Equal(t, "support-bot-g1", ev.Data["manifest"])
+			after, err := e.svc.Get(ctx, tenant, "support", "support-bot", 0)
+			require.NoError(t, err)
+			require.Equal(t, int64(1), after.Generation)
+			require.Equal(t, before.Revision+1, after.Revision)
+			require.Equal(t, before.ManifestSha, after.ManifestSha, "the manifest did not change")
+			require.Equal(t, before.CompiledAt, after.CompiledAt)
+			require.Equal(t, "2024-11-20", after.Component("model:gpt-4o").Version)
+
+			e.apply(t, []byte(`apiVersion: warden.dev/v1alpha1
+kind: MCPServer
+metadata: {name: filesystem, namespace: support}
+spec:
+  url: http://files.internal:9001/mcp
+  pinnedVersion: 1.4.2
+  trustScore: 0.8
+`))
+			e.next(t)
+			third, err := e.svc.Get(ctx, tenant, "support", "support-bot", 0)
+			require.NoError(t, err)
+			require.Equal(t, after.Revision+1, third.Revision)
+			require.NotEqual(t, after.Component("mcp-server:filesystem").Hash, third.Component("mcp-server:filesystem").Hash)
+		})
+	}
+}
