@@ -194,6 +194,11 @@ type tlsOptions struct {
 }
 
 func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port, gatewayPort, changeHistory int, tlsOpts tlsOptions, people peopleOptions) error {
+	listeners, err := bindListeners(listenHost, port, gatewayPort)
+	if err != nil {
+		return err
+	}
+	defer listeners.Close()
 	home, err := clientconfig.Home(a.env.LookupEnv)
 	if err != nil {
 		return err
@@ -284,33 +289,18 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 			}
 		}()
 	}
-	fmt.Fprintf(w, "Warden is starting.\n")
-	fmt.Fprintf(w, "  control plane + console  %s\n", controlURL)
 	gatewayAddr, gatewayURL := server.GatewayOff, ""
 	if gatewayPort != 0 {
 		gatewayAddr = net.JoinHostPort(listenHost, strconv.Itoa(gatewayPort))
 		gatewayURL = scheme + "://" + net.JoinHostPort(clientHost(listenHost), strconv.Itoa(gatewayPort))
-		fmt.Fprintf(w, "  tool gateway             %s\n", gatewayURL)
 	}
-	fmt.Fprintf(w, "  store                    %s\n", redactURL(storeURL))
-	fmt.Fprintf(w, "  config                   %s\n", clientconfig.Path(home))
-	fmt.Fprintf(w, "  runtime                  %s\n", tuned)
-	if oidcCfg != nil {
-		fmt.Fprintf(w, "  console sign-in          %s (redirect URL %s)\n", people.issuer, oidcCfg.RedirectURL)
-	} else {
-		fmt.Fprintf(w, "  console sign-in          none (local mode: use the CLI and API keys; --oidc-issuer enables it)\n")
-	}
-	if tracer != nil {
-		fmt.Fprintf(w, "  traces (OTLP/HTTP)       %s\n", traceEndpoint)
-	}
-	fmt.Fprintf(w, "Press Ctrl-C to stop.\n")
 
 	var osTools gateway.OSRunner
+	var sandboxErr error
 	if gatewayPort != 0 {
 		runner, err := sandbox.New(ctx, sandbox.Config{Logger: logger})
 		if err != nil {
-			logger.Warn("OS tools are unavailable: the sandbox cannot run here", "err", err)
-			fmt.Fprintf(w, "  OS tool sandbox          unavailable (%v)\n", err)
+			sandboxErr = err // said once, in the summary below
 		} else {
 			osTools = gateway.Sandbox{Runner: runner}
 		}
@@ -358,7 +348,29 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 			logger.Error("sweep approvals at start-up", "err", err)
 		}
 	}
-	err = srv.ListenAndServe(ctx)
+	// Everything that logs while starting (migrations, the queue, the
+	// sweep) has run: the summary comes last, just before serving.
+	fmt.Fprintf(w, "Warden is starting.\n")
+	fmt.Fprintf(w, "  control plane + console  %s\n", controlURL)
+	if gatewayURL != "" {
+		fmt.Fprintf(w, "  tool gateway             %s\n", gatewayURL)
+	}
+	fmt.Fprintf(w, "  store                    %s\n", redactURL(storeURL))
+	fmt.Fprintf(w, "  config                   %s\n", clientconfig.Path(home))
+	fmt.Fprintf(w, "  runtime                  %s\n", tuned)
+	if oidcCfg != nil {
+		fmt.Fprintf(w, "  console sign-in          %s (redirect URL %s)\n", people.issuer, oidcCfg.RedirectURL)
+	} else {
+		fmt.Fprintf(w, "  console sign-in          none (local mode: use the CLI and API keys; --oidc-issuer enables it)\n")
+	}
+	if sandboxErr != nil {
+		fmt.Fprintf(w, "  OS tool sandbox          unavailable (%v)\n", sandboxErr)
+	}
+	if tracer != nil {
+		fmt.Fprintf(w, "  traces (OTLP/HTTP)       %s\n", traceEndpoint)
+	}
+	fmt.Fprintf(w, "Press Ctrl-C to stop.\n")
+	err = srv.ServeListeners(ctx, listeners)
 	if ctx.Err() != nil && (err == nil || errors.Is(err, context.Canceled)) {
 		fmt.Fprintln(w, "Warden stopped.")
 		return nil

@@ -16,6 +16,7 @@ import (
 	"github.com/warden-dev/warden/app/apierr"
 	"github.com/warden-dev/warden/app/auth"
 	"github.com/warden-dev/warden/app/authz"
+	"github.com/warden-dev/warden/app/listener"
 	"github.com/warden-dev/warden/app/resource"
 )
 
@@ -33,16 +34,17 @@ const localPrincipal = "warden.principal"
 
 // App returns the gateway's HTTP application (port 8081).
 func (g *Gateway) App() *fiber.App {
-	app := fiber.New(fiber.Config{
+	app := fiber.New(g.cfg.Timeouts.FiberConfig(fiber.Config{
 		AppName:               "warden-gateway",
 		BodyLimit:             4 * g.cfg.MaxInputBytes,
 		DisableStartupMessage: true,
 		ErrorHandler:          g.errorHandler,
 		JSONEncoder:           resource.MarshalValue,
-	})
-	app.Use(g.limitBody)
+	}))
+	g.cfg.Timeouts.Harden(app)
+	app.Use(listener.RequestID, listener.Recover(g.log), g.limitBody)
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.SendString("ok") })
-	v1 := app.Group("/v1", g.authenticate)
+	v1 := app.Group("/v1", listener.APIHeaders, g.authenticate)
 	v1.Post("/tool-calls", g.handleCreate)
 	v1.Get("/tool-calls/:id", g.handleGet)
 	v1.Post("/tool-calls/:id/cancel", g.handleCancel)
@@ -112,10 +114,12 @@ func (g *Gateway) errorHandler(c *fiber.Ctx, err error) error {
 		case errors.As(err, &fe) && fe.Code < 500:
 			e = apierr.New(apierr.CodeInvalidRequest, "%s", fe.Message)
 		default:
-			g.log.ErrorContext(c.UserContext(), "gateway internal error", "err", err, "method", c.Method(), "path", c.Path())
-			e = apierr.New(apierr.CodeInternal, "internal error")
+			id := listener.RequestIDOf(c)
+			g.log.ErrorContext(c.UserContext(), "gateway internal error", "err", err, "method", c.Method(), "path", c.Path(), "requestId", id)
+			e = listener.InternalError(id)
 		}
 	}
+	e = listener.NameRequest(e, listener.RequestIDOf(c))
 	if s, ok := e.Details["retryAfterSeconds"].(int64); ok {
 		c.Set(fiber.HeaderRetryAfter, strconv.FormatInt(s, 10))
 	}

@@ -2,8 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"net/http"
 	"strings"
@@ -13,13 +11,14 @@ import (
 	"github.com/warden-dev/warden/app/apierr"
 	"github.com/warden-dev/warden/app/audit"
 	"github.com/warden-dev/warden/app/auth"
+	"github.com/warden-dev/warden/app/listener"
 	"github.com/warden-dev/warden/app/oidc"
 	"github.com/warden-dev/warden/app/store"
 )
 
 // Keys of per-request values kept in fiber locals.
 const (
-	localRequestID = "warden.requestID"
+	localRequestID = listener.LocalRequestID
 	localPrincipal = "warden.principal"
 	localAudit     = "warden.audit"
 )
@@ -42,18 +41,6 @@ func limitBody(c *fiber.Ctx) error {
 	if c.Request().Header.ContentLength() > MaxBodyBytes || len(c.Body()) > MaxBodyBytes {
 		return apierr.New(apierr.CodePayloadTooLarge, "the request body is larger than the limit of %d bytes", MaxBodyBytes)
 	}
-	return c.Next()
-}
-
-func (s *Server) requestID(c *fiber.Ctx) error {
-	id := c.Get("X-Request-Id")
-	if id == "" || len(id) > 64 {
-		b := make([]byte, 8)
-		_, _ = rand.Read(b)
-		id = hex.EncodeToString(b)
-	}
-	c.Locals(localRequestID, id)
-	c.Set("X-Request-Id", id)
 	return c.Next()
 }
 
@@ -168,10 +155,12 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 		case errors.Is(err, context.DeadlineExceeded):
 			e = apierr.New(apierr.CodeTimeout, "the request timed out")
 		default:
-			s.log.ErrorContext(c.UserContext(), "internal error", "err", err, "method", c.Method(), "path", c.Path(), "requestId", c.Locals(localRequestID))
-			e = apierr.New(apierr.CodeInternal, "internal error (request id %v)", c.Locals(localRequestID))
+			id := listener.RequestIDOf(c)
+			s.log.ErrorContext(c.UserContext(), "internal error", "err", err, "method", c.Method(), "path", c.Path(), "requestId", id)
+			e = listener.InternalError(id)
 		}
 	}
+	e = listener.NameRequest(e, listener.RequestIDOf(c))
 	return c.Status(e.Status()).JSON(apierr.Body{Error: e})
 }
 

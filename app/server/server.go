@@ -24,6 +24,7 @@ import (
 	"github.com/warden-dev/warden/app/compile"
 	"github.com/warden-dev/warden/app/events"
 	"github.com/warden-dev/warden/app/gateway"
+	"github.com/warden-dev/warden/app/listener"
 	"github.com/warden-dev/warden/app/oidc"
 	"github.com/warden-dev/warden/app/policy"
 	"github.com/warden-dev/warden/app/resource"
@@ -90,7 +91,10 @@ type Config struct {
 	Queue gateway.Queue
 	// Tracer receives one trace per tool call; nil means none.
 	Tracer trace.TracerProvider
-	Now    func() time.Time
+	// Timeouts bound how long a client may take to send a request on
+	// every listener (zero fields: listener's defaults).
+	Timeouts listener.Timeouts
+	Now      func() time.Time
 }
 
 // WithDefaults returns a copy of c with defaults filled in.
@@ -274,6 +278,7 @@ func New(cfg Config) (*Server, error) {
 			Store: cfg.Store, Policies: policies, Authn: auth.NewAuthenticator(cfg.Store, cfg.Now, gwVerifiers...), Authz: az,
 			Secrets: secret.NewBroker(cfg.Keyring), OS: cfg.Sandbox, Guardians: cfg.Guardians, Queue: cfg.Queue, Bus: bus,
 			Tracer: cfg.Tracer, URL: cfg.Compile.ToolGatewayURL, Logger: cfg.Logger, Now: cfg.Now,
+			Timeouts: cfg.Timeouts,
 		})
 		if err != nil {
 			cancel()
@@ -380,31 +385,18 @@ func Run(ctx context.Context, cfg Config) error {
 // ListenAndServe listens on the configured addresses and serves until ctx
 // is cancelled.
 func (s *Server) ListenAndServe(ctx context.Context) error {
-	tlsCfg, err := s.cfg.TLSConfig()
+	if _, err := s.cfg.TLSConfig(); err != nil {
+		return err
+	}
+	gatewayAddr := s.cfg.GatewayAddr
+	if s.gateway == nil {
+		gatewayAddr = GatewayOff
+	}
+	ls, err := Listen(s.cfg.ControlAddr, gatewayAddr)
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", s.cfg.ControlAddr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", s.cfg.ControlAddr, err)
-	}
-	if tlsCfg != nil {
-		ln = tls.NewListener(ln, tlsCfg)
-	}
-	s.log.InfoContext(ctx, "control plane listening", "addr", ln.Addr().String(), "tls", tlsCfg != nil)
-	if s.gateway == nil {
-		return s.Serve(ctx, ln)
-	}
-	gln, err := net.Listen("tcp", s.cfg.GatewayAddr)
-	if err != nil {
-		_ = ln.Close()
-		return fmt.Errorf("listen on %s: %w", s.cfg.GatewayAddr, err)
-	}
-	if tlsCfg != nil {
-		gln = tls.NewListener(gln, tlsCfg)
-	}
-	s.log.InfoContext(ctx, "tool gateway listening", "addr", gln.Addr().String(), "tls", tlsCfg != nil)
-	return s.ServeAll(ctx, ln, gln)
+	return s.ServeListeners(ctx, ls)
 }
 
 // ServeAll serves the control plane on ln and the tool gateway on gln until
