@@ -107,6 +107,7 @@ tokens. Register <public URL>/auth/callback as the redirect URL there.`,
 	f.StringVar(&people.name, "oidc-name", "Single sign-on", "label of the sign-in button")
 	f.StringVar(&people.publicURL, "public-url", "", "externally visible base URL: the OIDC redirect URL is <public-url>/auth/callback and workload tokens name it as issuer (default the control plane URL)")
 	f.BoolVar(&people.signup, "signup", false, "enable self-service tenant sign-up in the console (SaaS)")
+	f.IntVar(&people.signupsPerHour, "signups-per-hour", server.DefaultSignupsPerHour, "sign-ups one client IP may post an hour (with --signup)")
 	return cmd
 }
 
@@ -122,6 +123,7 @@ const (
 type peopleOptions struct {
 	issuer, clientID, clientSecret, name, publicURL string
 	signup                                          bool
+	signupsPerHour                                  int
 }
 
 // oidcConfig builds people sign-in from the flags; nil without an issuer.
@@ -328,6 +330,7 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		PublicURL:      publicURL,
 		OIDC:           oidcCfg,
 		Signup:         people.signup,
+		SignupLimit:    oidc.RateLimit{Attempts: people.signupsPerHour, Window: time.Hour},
 		ChangeHistory:  changeHistory,
 		Tracer:         tracer,
 		AllowPlaintext: tlsOpts.allowPlaintext,

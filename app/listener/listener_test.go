@@ -42,7 +42,7 @@ func (b *logBuffer) String() string {
 }
 
 // serve runs a hardened app with t's timeouts on a fresh port.
-func serve(t *testing.T, to listener.Timeouts, logs io.Writer) (*fiber.App, string) {
+func serve(t *testing.T, to listener.Timeouts, logs io.Writer, routes func(*fiber.App)) string {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	app := fiber.New(to.FiberConfig(fiber.Config{
@@ -57,6 +57,7 @@ func serve(t *testing.T, to listener.Timeouts, logs io.Writer) (*fiber.App, stri
 	}))
 	to.Harden(app)
 	app.Use(listener.RequestID, listener.Recover(log))
+	routes(app)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	done := make(chan error, 1)
@@ -65,15 +66,16 @@ func serve(t *testing.T, to listener.Timeouts, logs io.Writer) (*fiber.App, stri
 		require.NoError(t, app.Shutdown())
 		<-done
 	})
-	return app, ln.Addr().String()
+	return ln.Addr().String()
 }
 
 func TestRecoverAnswersInternalAndKeepsServing(t *testing.T) {
 	t.Parallel()
 	var logs logBuffer
-	app, addr := serve(t, listener.Timeouts{}, &logs)
-	app.Get("/panic", func(*fiber.Ctx) error { panic("boom") })
-	app.Get("/ok", func(c *fiber.Ctx) error { return c.SendString("ok") })
+	addr := serve(t, listener.Timeouts{}, &logs, func(app *fiber.App) {
+		app.Get("/panic", func(*fiber.Ctx) error { panic("boom") })
+		app.Get("/ok", func(c *fiber.Ctx) error { return c.SendString("ok") })
+	})
 
 	// One client, one keep-alive connection: the panic must not cost it.
 	hc := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1}}
@@ -126,9 +128,10 @@ func trickle(conn net.Conn, s string, every time.Duration) {
 func TestSlowClientsAreDisconnected(t *testing.T) {
 	t.Parallel()
 	to := listener.Timeouts{ReadHeader: 200 * time.Millisecond, Read: 300 * time.Millisecond, Idle: 200 * time.Millisecond}
-	app, addr := serve(t, to, io.Discard)
-	app.Post("/upload", func(c *fiber.Ctx) error { return c.SendString("got it") })
-	app.Get("/ok", func(c *fiber.Ctx) error { return c.SendString("ok") })
+	addr := serve(t, to, io.Discard, func(app *fiber.App) {
+		app.Post("/upload", func(c *fiber.Ctx) error { return c.SendString("got it") })
+		app.Get("/ok", func(c *fiber.Ctx) error { return c.SendString("ok") })
+	})
 
 	cases := []struct {
 		name    string
@@ -164,27 +167,28 @@ func TestSlowClientsAreDisconnected(t *testing.T) {
 func TestTimeoutsSpareLongPollsAndStreams(t *testing.T) {
 	t.Parallel()
 	to := listener.Timeouts{ReadHeader: 100 * time.Millisecond, Read: 100 * time.Millisecond, Idle: 100 * time.Millisecond}
-	app, addr := serve(t, to, io.Discard)
 	outlive := 5 * to.ReadHeader
-	// A long-poll reads nothing while it waits.
-	app.Get("/poll", func(c *fiber.Ctx) error {
-		<-time.After(outlive)
-		return c.SendString("done")
-	})
-	// A stream writes for longer than every timeout.
-	app.Get("/stream", func(c *fiber.Ctx) error {
-		c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
-			tick := time.NewTicker(to.ReadHeader / 2)
-			defer tick.Stop()
-			for end := time.Now().Add(outlive); time.Now().Before(end); <-tick.C {
-				_, _ = w.WriteString("tick\n")
-				if w.Flush() != nil {
-					return
-				}
-			}
-			_, _ = w.WriteString("end\n")
+	addr := serve(t, to, io.Discard, func(app *fiber.App) {
+		// A long-poll reads nothing while it waits.
+		app.Get("/poll", func(c *fiber.Ctx) error {
+			<-time.After(outlive)
+			return c.SendString("done")
 		})
-		return nil
+		// A stream writes for longer than every timeout.
+		app.Get("/stream", func(c *fiber.Ctx) error {
+			c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
+				tick := time.NewTicker(to.ReadHeader / 2)
+				defer tick.Stop()
+				for end := time.Now().Add(outlive); time.Now().Before(end); <-tick.C {
+					_, _ = w.WriteString("tick\n")
+					if w.Flush() != nil {
+						return
+					}
+				}
+				_, _ = w.WriteString("end\n")
+			})
+			return nil
+		})
 	})
 	for path, want := range map[string]string{"/poll": "done", "/stream": "end\n"} {
 		t.Run(path, func(t *testing.T) {

@@ -74,6 +74,9 @@ type Config struct {
 	OIDC *oidc.Config
 	// Signup enables self-service tenant sign-up in the console (SaaS).
 	Signup bool
+	// SignupLimit is how many sign-ups one client IP may post per
+	// window (default DefaultSignupsPerHour an hour).
+	SignupLimit oidc.RateLimit
 	// ChangeHistory is how many change-log entries each tenant keeps
 	// (compacted every 10 seconds); zero means DefaultChangeHistory, a negative
 	// number keeps them all.
@@ -114,6 +117,9 @@ func (c Config) WithDefaults() Config {
 	if c.BookmarkInterval <= 0 {
 		c.BookmarkInterval = 15 * time.Second
 	}
+	if c.SignupLimit.Attempts <= 0 || c.SignupLimit.Window <= 0 {
+		c.SignupLimit = oidc.RateLimit{Attempts: DefaultSignupsPerHour, Window: time.Hour}
+	}
 	if c.ChangeHistory == 0 {
 		c.ChangeHistory = DefaultChangeHistory
 	}
@@ -130,6 +136,10 @@ func (c Config) WithDefaults() Config {
 	}
 	return c
 }
+
+// DefaultSignupsPerHour is how many sign-ups one client IP may post an
+// hour unless Config.SignupLimit says otherwise.
+const DefaultSignupsPerHour = 5
 
 // Validate reports configuration errors, naming the field.
 func (c Config) Validate() error {
