@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -70,6 +71,13 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 		return fmt.Errorf("shut down tool gateway: %w", err)
 	}
 	return <-errc
+}
+
+// param returns a path parameter as a string of its own: Fiber's points
+// into a buffer reused once the handler returns, and a call's name may
+// reach work that outlives it (resumption, the recorder's batches).
+func param(c *fiber.Ctx, name string) string {
+	return strings.Clone(c.Params(name))
 }
 
 func (g *Gateway) limitBody(c *fiber.Ctx) error {
@@ -200,7 +208,7 @@ func (g *Gateway) handleCreate(c *fiber.Ctx) error {
 		if len(k) > 255 {
 			return apierr.New(apierr.CodeInvalidRequest, "Idempotency-Key is longer than 255 characters")
 		}
-		req.IdempotencyKey = k
+		req.IdempotencyKey = strings.Clone(k)
 	}
 	out, err := g.Call(c.UserContext(), principalOf(c), req)
 	return g.respond(c, out, err)
@@ -213,7 +221,9 @@ func namespaceOf(c *fiber.Ctx, p auth.Principal) (string, error) {
 		return p.Namespace, nil
 	}
 	if ns := c.Query("namespace"); ns != "" {
-		return ns, nil
+		// A copy: work the call starts (a resumption) outlives the
+		// handler, and Fiber reuses the query's buffer after it.
+		return strings.Clone(ns), nil
 	}
 	if p.Namespace != "" && p.Namespace != auth.AllNamespaces {
 		return p.Namespace, nil
@@ -227,7 +237,7 @@ func (g *Gateway) handleGet(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	name := c.Params("id")
+	name := param(c, "id")
 	if p.Agent == "" {
 		if err := g.cfg.Authz.Authorize(c.UserContext(), p, auth.VerbGet, ns, "toolcalls"); err != nil {
 			if errors.Is(err, auth.ErrForbidden) {
@@ -266,7 +276,7 @@ func (g *Gateway) handleCancel(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	obj, err := g.Cancel(c.UserContext(), p, ns, c.Params("id"))
+	obj, err := g.Cancel(c.UserContext(), p, ns, param(c, "id"))
 	if err != nil {
 		return err
 	}
@@ -289,7 +299,7 @@ func (g *Gateway) handleApprove(c *fiber.Ctx) error {
 			return apierr.New(apierr.CodeInvalidRequest, `the body must be {"rationale": "…"}: %s`, err)
 		}
 	}
-	ap, err := g.Decide(c.UserContext(), p, ns, ApprovalName(c.Params("id")), DecideRequest{Decision: DecisionApprove, Rationale: body.Rationale}, false)
+	ap, err := g.Decide(c.UserContext(), p, ns, ApprovalName(param(c, "id")), DecideRequest{Decision: DecisionApprove, Rationale: body.Rationale}, false)
 	if err != nil {
 		return err
 	}
@@ -308,7 +318,7 @@ func (g *Gateway) handleReplay(c *fiber.Ctx) error {
 		}
 		return err
 	}
-	out, err := g.Replay(c.UserContext(), p, ns, c.Params("id"))
+	out, err := g.Replay(c.UserContext(), p, ns, param(c, "id"))
 	return g.respond(c, out, err)
 }
 

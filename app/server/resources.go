@@ -43,7 +43,9 @@ func resolveTarget(c *fiber.Ctx) (target, error) {
 	if !info.Namespaced && ns != "" {
 		return target{}, notFound("%s are tenant-scoped: use /v1/%s", info.Plural, info.Plural)
 	}
-	return target{info: info, ns: ns, name: c.Params("name")}, nil
+	// Path parameters point into a buffer Fiber reuses after the handler;
+	// what reaches the store, the bus and the log is a copy.
+	return target{info: info, ns: strings.Clone(ns), name: strings.Clone(c.Params("name"))}, nil
 }
 
 // authorize checks the verb on the target's kind through the Authorizer and
@@ -139,7 +141,9 @@ func parseSelector(c *fiber.Ctx, kind string) (*resource.Selector, error) {
 	var parts []string
 	for _, q := range []string{"labelSelector", "selector", "fieldSelector"} {
 		if v := strings.TrimSpace(c.Query(q)); v != "" {
-			parts = append(parts, v)
+			// A watch keeps its selector after the handler returns,
+			// when Fiber reuses the query's buffer.
+			parts = append(parts, strings.Clone(v))
 		}
 	}
 	for q, field := range listFilters[kind] {
@@ -147,7 +151,7 @@ func parseSelector(c *fiber.Ctx, kind string) (*resource.Selector, error) {
 			if strings.ContainsAny(v, ",=!()") {
 				return nil, badRequest("filter %s=%q: the value must be a plain name", q, v)
 			}
-			parts = append(parts, field+"="+v)
+			parts = append(parts, field+"="+v) // a new string
 		}
 	}
 	sel, err := resource.ParseSelector(strings.Join(parts, ","))

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -36,7 +37,8 @@ func (s *Server) handleWatch(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	from := c.Query("resourceVersion")
+	// The stream outlives the handler, and Fiber's buffers with it.
+	from := strings.Clone(c.Query("resourceVersion"))
 	// Check the resume point before the stream starts, so a stale one
 	// answers 410 Gone with the documented body instead of a broken stream.
 	if from != "" {
