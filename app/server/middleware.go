@@ -49,7 +49,8 @@ func (s *Server) authenticate(c *fiber.Ctx) error {
 	if s.oidc != nil && c.Get(fiber.HeaderAuthorization) == "" && c.Cookies(oidc.SessionCookie) != "" {
 		return s.authenticateSession(c)
 	}
-	p, err := s.authn.Authenticate(c.UserContext(), c.Get(fiber.HeaderAuthorization))
+	want := strings.Clone(c.Get(auth.HeaderTenant))
+	p, err := s.authn.Authenticate(auth.WithRequestedTenant(c.UserContext(), want), c.Get(fiber.HeaderAuthorization))
 	if err != nil {
 		if errors.Is(err, auth.ErrUnauthenticated) {
 			s.log.InfoContext(c.UserContext(), "unauthenticated request", "method", c.Method(), "path", c.Path(), "reason", err.Error(), "requestId", c.Locals(localRequestID))
@@ -57,6 +58,9 @@ func (s *Server) authenticate(c *fiber.Ctx) error {
 			return apierr.New(apierr.CodeUnauthenticated, "a valid credential is required: send Authorization: Bearer <api key or token>")
 		}
 		return err
+	}
+	if want != "" && p.Tenant != want {
+		return apierr.New(apierr.CodeForbidden, "%s does not act in tenant %q (%s)", p.Subject, want, auth.HeaderTenant)
 	}
 	c.Locals(localPrincipal, p)
 	s.noteAPIKeyUse(p, c.Get(fiber.HeaderAuthorization))

@@ -233,3 +233,31 @@ func TestWatchOutlivesTheTimeouts(t *testing.T) {
 	}
 	t.Fatalf("the change never arrived: %v", lines.Err())
 }
+
+// TestRequestedTenantMustBeTheCredentials asks, on both listeners, for a
+// tenant the credential does not belong to: 403, never its own tenant.
+func TestRequestedTenantMustBeTheCredentials(t *testing.T) {
+	t.Parallel()
+	h := setupHardened(t)
+	for name, url := range map[string]string{"control plane": h.control + "/v1/namespaces", "tool gateway": h.gateway + "/v1/tool-calls/nope?namespace=default"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			for tenant, want := range map[string]int{"globex": http.StatusForbidden, server.LocalTenant: http.StatusOK} {
+				req, err := http.NewRequest(http.MethodGet, url, nil)
+				require.NoError(t, err)
+				req.Header.Set("Authorization", "Bearer "+h.key)
+				req.Header.Set(auth.HeaderTenant, tenant)
+				res, err := http.DefaultClient.Do(req)
+				require.NoError(t, err)
+				b, _ := io.ReadAll(res.Body)
+				_ = res.Body.Close()
+				if want == http.StatusOK {
+					require.NotEqual(t, http.StatusForbidden, res.StatusCode, "%s", b)
+					continue
+				}
+				require.Equal(t, want, res.StatusCode, "%s", b)
+				require.Contains(t, string(b), `"code":"Forbidden"`)
+			}
+		})
+	}
+}
