@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -153,8 +152,8 @@ func TestAuthzMatrix(t *testing.T) {
 }
 
 // matrixCall makes the call and reports whether it was refused for
-// authorization: 403, or 422 with a Forbidden diagnostic (apply, validate
-// and diff report per-document scope problems as diagnostics).
+// authorization: 403 Forbidden, apply, validate and diff included (their
+// details.diagnostics name each refused document).
 func (b *bundle) matrixCall(t *testing.T, key string, row matrixRow) (status int, denied bool, body string) {
 	t.Helper()
 	if strings.Contains(row.path, "watch=true") {
@@ -164,22 +163,6 @@ func (b *bundle) matrixCall(t *testing.T, key string, row matrixRow) (status int
 	switch r.status {
 	case http.StatusForbidden:
 		return r.status, true, string(r.body)
-	case http.StatusUnprocessableEntity:
-		var e struct {
-			Error struct {
-				Details struct {
-					Diagnostics []struct {
-						Code string `json:"code"`
-					} `json:"diagnostics"`
-				} `json:"details"`
-			} `json:"error"`
-		}
-		require.NoError(t, json.Unmarshal(r.body, &e), string(r.body))
-		for _, d := range e.Error.Details.Diagnostics {
-			if d.Code == "Forbidden" {
-				return r.status, true, string(r.body)
-			}
-		}
 	}
 	require.NotEqual(t, http.StatusUnauthorized, r.status, "the key must authenticate: %s", r.body)
 	return r.status, false, string(r.body)

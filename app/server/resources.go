@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/warden-dev/warden/app/apierr"
 	"github.com/warden-dev/warden/app/auth"
 	"github.com/warden-dev/warden/app/resource"
+	"github.com/warden-dev/warden/app/secret"
 	"github.com/warden-dev/warden/app/store"
 )
 
@@ -230,6 +232,14 @@ func (s *Server) handlePatch(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	if current.Kind == resource.KindSecret {
+		// The stored Secret holds sealed values, which apply refuses from
+		// a client: patch its values in the clear, as apply takes them,
+		// and let apply seal them again.
+		if current, err = s.openSecret(p.Tenant, current); err != nil {
+			return err
+		}
+	}
 	next, err := mergePatch(current, patch)
 	if err != nil {
 		return err
@@ -242,6 +252,20 @@ func (s *Server) handlePatch(c *fiber.Ctx) error {
 		return err
 	}
 	return c.JSON(present(updated))
+}
+
+// openSecret returns a copy of a stored Secret whose spec holds its values
+// in spec.data instead of spec.sealed and spec.keys.
+func (s *Server) openSecret(tenant string, o *resource.Object) (*resource.Object, error) {
+	data, err := secret.OpenSecretData(s.cfg.Keyring, tenant, o)
+	if err != nil {
+		return nil, fmt.Errorf("open secret for patch: %w", err)
+	}
+	open := o.DeepCopy()
+	delete(open.Spec, secret.FieldSealed)
+	delete(open.Spec, secret.FieldKeys)
+	open.Spec[secret.FieldData] = data
+	return open, nil
 }
 
 func mergePatch(current *resource.Object, patch map[string]any) (*resource.Object, error) {

@@ -21,6 +21,7 @@ import (
 	"github.com/warden-dev/warden/app/apierr"
 	"github.com/warden-dev/warden/app/auth"
 	"github.com/warden-dev/warden/app/listener"
+	"github.com/warden-dev/warden/app/resource"
 	"github.com/warden-dev/warden/app/server"
 	"github.com/warden-dev/warden/app/store"
 	"github.com/warden-dev/warden/app/store/backend"
@@ -260,4 +261,50 @@ func TestRequestedTenantMustBeTheCredentials(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSecretMergePatch patches a Secret's values: a new value is sealed,
+// a null removes its key, the untouched key keeps its ciphertext, and no
+// value is returned.
+func TestSecretMergePatch(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "sqlite://"+filepath.Join(t.TempDir(), "w.db"))
+	r := b.apply(t, "apiVersion: warden.dev/v1alpha1\nkind: Secret\nmetadata:\n  name: stripe\nspec:\n  data:\n    keep: k33p\n    change: old-value\n    drop: dr0p\n")
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	sealed := func() map[string]any {
+		var out map[string]any
+		require.NoError(t, b.store.View(context.Background(), server.LocalTenant, func(ctx context.Context, rd store.Reader) error {
+			o, err := rd.ResourceGet(ctx, resource.Key{Kind: resource.KindSecret, Namespace: "default", Name: "stripe"})
+			require.NoError(t, err)
+			require.NotContains(t, o.Spec, "data")
+			out = o.Spec["sealed"].(map[string]any)
+			return nil
+		}))
+		return out
+	}
+	before := sealed()
+
+	r = b.do(t, http.MethodPatch, "/v1/namespaces/default/secrets/stripe", "application/merge-patch+json",
+		[]byte(`{"spec":{"data":{"change":"new-value","drop":null,"add":"4dd"}},"metadata":{"labels":{"team":"billing"}}}`))
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	for _, v := range []string{"k33p", "new-value", "old-value", "4dd", "sealed"} {
+		require.NotContains(t, string(r.body), v)
+	}
+	after := sealed()
+	require.ElementsMatch(t, []string{"keep", "change", "add"}, keys(after))
+	require.Equal(t, before["keep"], after["keep"], "an untouched value keeps its ciphertext")
+	require.NotEqual(t, before["change"], after["change"])
+
+	// Planting sealed values through a patch is refused as through apply.
+	r = b.do(t, http.MethodPatch, "/v1/namespaces/default/secrets/stripe", "application/merge-patch+json", []byte(`{"spec":{"sealed":{"k":"AAAA"}}}`))
+	require.Equal(t, http.StatusUnprocessableEntity, r.status, "%s", r.body)
+	require.Contains(t, string(r.body), "spec.sealed is written by Warden")
+}
+
+func keys(m map[string]any) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
 }
