@@ -201,6 +201,11 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		return err
 	}
 	defer listeners.Close()
+	// A certificate pair that does not load fails now, before first-start
+	// setup, like a busy port.
+	if _, err := (server.Config{TLSCertFile: tlsOpts.cert, TLSKeyFile: tlsOpts.key}).TLSConfig(); err != nil {
+		return err
+	}
 	home, err := clientconfig.Home(a.env.LookupEnv)
 	if err != nil {
 		return err

@@ -59,8 +59,9 @@ func upEnv(home string, out, errw interface{ Write([]byte) (int, error) }) Env {
 }
 
 // TestUpOnABusyPortChangesNothing checks that a first up on a port that is
-// taken fails before first-start setup: no config, no store, no "starting",
-// and a hint naming the flag that moves the port.
+// taken (or with a certificate pair that does not load) fails before
+// first-start setup: no config, no store, no "starting", and a hint naming
+// the flag that moves the port.
 func TestUpOnABusyPortChangesNothing(t *testing.T) {
 	t.Parallel()
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
@@ -75,6 +76,8 @@ func TestUpOnABusyPortChangesNothing(t *testing.T) {
 	}{
 		{"control plane port", []string{"--port", busyPort, "--gateway-port", "0"}, "choose another port with --port"},
 		{"gateway port", []string{"--port", freePort(t), "--gateway-port", busyPort}, "choose another port with --gateway-port"},
+		{"missing TLS files", []string{"--port", freePort(t), "--gateway-port", "0", "--tls-cert", "/nonexistent/tls.crt", "--tls-key", "/nonexistent/tls.key"},
+			"load TLS certificate /nonexistent/tls.crt"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -84,7 +87,9 @@ func TestUpOnABusyPortChangesNothing(t *testing.T) {
 			code := RunWith(t.Context(), upEnv(home, &out, &errb), append([]string{"warden", "up"}, tc.args...))
 			require.Equal(t, ExitFailure, code, errb.String())
 			require.Contains(t, errb.String(), tc.hint)
-			require.Contains(t, errb.String(), "127.0.0.1:"+busyPort)
+			if strings.Contains(tc.hint, "port") {
+				require.Contains(t, errb.String(), "127.0.0.1:"+busyPort)
+			}
 			require.Empty(t, out.String(), "nothing is printed to stdout")
 			entries, err := os.ReadDir(home)
 			require.NoError(t, err)
