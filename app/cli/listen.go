@@ -24,8 +24,8 @@ func bindListeners(host string, port, gatewayPort int) (*server.Listeners, error
 		if be.Service == server.ServiceGateway {
 			flag, p = "--gateway-port", gatewayPort
 		}
-		return nil, fmt.Errorf("cannot listen on %s for the %s: %w\n"+
-			"Is another Warden (or another program) using port %d? Stop it, or choose another port with %s.",
+		return nil, fmt.Errorf("cannot listen on %s for the %s: %w; "+
+			"is another Warden (or another program) using port %d? Stop it, or choose another port with %s",
 			be.Addr, be.Service, be.Err, p, flag)
 	}
 	return ls, err
