@@ -13,6 +13,7 @@ import (
 	"github.com/warden-dev/warden/app/auth"
 	"github.com/warden-dev/warden/app/authz"
 	"github.com/warden-dev/warden/app/events"
+	"github.com/warden-dev/warden/app/listener"
 	"github.com/warden-dev/warden/app/policy"
 	"github.com/warden-dev/warden/app/resource"
 	"github.com/warden-dev/warden/app/store"
@@ -167,6 +168,7 @@ func (g *Gateway) scheduleResume(ctx context.Context, tenant, ns, call string) {
 		return
 	}
 	go func() {
+		defer listener.LogPanic(ctx, g.log, "resumption of an approved call", "")
 		if err := g.Resume(context.WithoutCancel(ctx), tenant, ns, call); err != nil {
 			g.log.Error("resume approved call", "toolcall", call, "err", err)
 		}

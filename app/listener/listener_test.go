@@ -240,3 +240,19 @@ func TestNameRequest(t *testing.T) {
 	nf := apierr.New(apierr.CodeNotFound, "x")
 	require.Same(t, nf, listener.NameRequest(nf, "abc"))
 }
+
+func TestLogPanicKeepsTheProcess(t *testing.T) {
+	t.Parallel()
+	var logs logBuffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer listener.LogPanic(context.Background(), log, "watch stream", "req-1")
+		panic("stream broke")
+	}()
+	<-done
+	require.Contains(t, logs.String(), `msg="panic in watch stream"`)
+	require.Contains(t, logs.String(), "requestId=req-1")
+	require.Contains(t, logs.String(), "stream broke")
+}

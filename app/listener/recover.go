@@ -1,6 +1,7 @@
 package listener
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -126,4 +127,16 @@ func APIHeaders(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderXContentTypeOptions, "nosniff")
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	return c.Next()
+}
+
+// LogPanic, deferred at the top of a goroutine a handler starts (a stream
+// writer, work that outlives the request), recovers a panic there and logs
+// it with its stack: Recover cannot see it, and unrecovered it would end
+// the process.
+func LogPanic(ctx context.Context, log *slog.Logger, what, requestID string) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	log.ErrorContext(ctx, "panic in "+what, "panic", fmt.Sprint(r), "requestId", requestID, "stack", string(debug.Stack()))
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/warden-dev/warden/app/auth"
 	"github.com/warden-dev/warden/app/authz"
+	"github.com/warden-dev/warden/app/listener"
 	"github.com/warden-dev/warden/app/resource"
 	"github.com/warden-dev/warden/app/watch"
 )
@@ -60,7 +61,9 @@ func (s *Server) handleWatch(c *fiber.Ctx) error {
 	ctx, cancel := context.WithCancel(s.base)
 	tenant := p.Tenant
 	interval := s.cfg.BookmarkInterval
+	id := listener.RequestIDOf(c)
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
+		defer listener.LogPanic(ctx, s.log, "watch stream", id)
 		defer cancel()
 		s.streamWatch(ctx, cancel, w, tenant, sel, from, scoped, interval)
 	})
