@@ -77,6 +77,9 @@ tokens. Register <public URL>/auth/callback as the redirect URL there.`,
 			if changeHistory == 0 || changeHistory < -1 {
 				return usagef("--change-history %d must be a number of entries, or -1 to keep them all", changeHistory)
 			}
+			if people.signupsPerHour < 1 {
+				return usagef("--signups-per-hour %d must be at least 1", people.signupsPerHour)
+			}
 			if people.issuer == "" && (people.clientID != "" || people.clientSecret != "") {
 				return usagef("--oidc-client-id and --oidc-client-secret need --oidc-issuer")
 			}
