@@ -247,6 +247,11 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		return fmt.Errorf("open store %s: %w", redactURL(storeURL), err)
 	}
 	defer st.Close()
+	// Before anything is written: a replica with another master key
+	// would replace the signing keys it cannot open.
+	if err := secret.CheckMasterKey(ctx, st, keyring); err != nil {
+		return fmt.Errorf("master key: %w", err)
+	}
 
 	key, created, err := server.Bootstrap(ctx, st, a.env.Now)
 	if err != nil {
@@ -316,16 +321,20 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		}
 	}
 	// Durable approval work (resume, expiry) runs as River jobs on the
-	// store's database.
+	// store's database, and so does the work that must run once per
+	// cluster (key rotation, retention, the approval sweep).
 	workers := river.NewWorkers()
 	approvals := jobs.NewApprovals(workers)
-	queue, err := openQueue(ctx, st, storeURL, jobs.Config{Workers: workers, Logger: logger})
+	cluster := jobs.NewCluster(workers, jobs.ClusterConfig{})
+	queue, err := openQueue(ctx, st, storeURL, jobs.Config{Workers: workers, Logger: logger,
+		PeriodicJobs: cluster.PeriodicJobs(), Queues: cluster.Queues(gatewayPort != 0)})
 	if err != nil {
 		return fmt.Errorf("job queue: %w", err)
 	}
 	approvals.SetQueue(queue)
 	srv, err := server.New(server.Config{
 		Queue:          approvals,
+		Cluster:        cluster,
 		Sandbox:        osTools,
 		Store:          st,
 		Logger:         logger,
@@ -348,13 +357,16 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		return err
 	}
 	defer stopQueue(queue, logger)
-	if gw := srv.Gateway(); gw != nil {
+	gw := srv.Gateway()
+	if gw != nil {
 		approvals.Bind(gw)
-		// The queue stops when up returns, not when ctx ends, so that
-		// jobs are not cut off halfway through a store write.
-		if err := queue.Start(context.WithoutCancel(ctx)); err != nil {
-			return fmt.Errorf("start job queue: %w", err)
-		}
+	}
+	// The queue stops when up returns, not when ctx ends, so that
+	// jobs are not cut off halfway through a store write.
+	if err := queue.Start(context.WithoutCancel(ctx)); err != nil {
+		return fmt.Errorf("start job queue: %w", err)
+	}
+	if gw != nil {
 		if err := gw.Sweep(ctx); err != nil {
 			logger.Error("sweep approvals at start-up", "err", err)
 		}

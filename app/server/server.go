@@ -32,6 +32,7 @@ import (
 	"github.com/warden-dev/warden/app/store"
 	"github.com/warden-dev/warden/app/watch"
 	"github.com/warden-dev/warden/app/workload"
+	"github.com/warden-dev/warden/jobs"
 	"github.com/warden-dev/warden/web"
 )
 
@@ -55,9 +56,11 @@ type Config struct {
 	// AllowPlaintext lets a listener off loopback serve without TLS. Without
 	// it the server refuses to start there.
 	AllowPlaintext bool
-	// Keyring seals Secret values and workload signing keys. nil means an
-	// ephemeral random master key (tests): secrets then do not survive a
-	// restart, and a warning is logged.
+	// Keyring seals Secret values and workload signing keys. New refuses
+	// one whose master key is not the store's installation's
+	// (secret.CheckMasterKey). nil means an ephemeral random master key
+	// (tests): secrets then do not survive a restart, and a warning is
+	// logged.
 	Keyring *secret.Keyring
 	// PublicURL is the control plane's externally visible base URL, the
 	// issuer of workload tokens; default http://<ControlAddr>.
@@ -92,6 +95,10 @@ type Config struct {
 	// Queue runs approval resumption and expiry as durable jobs; nil runs
 	// resumption in-process.
 	Queue gateway.Queue
+	// Cluster runs key rotation, retention and the approval sweep once
+	// per cluster, as River periodic jobs that New binds to this server;
+	// nil runs rotation and retention on this server's own timers.
+	Cluster *jobs.Cluster
 	// Tracer receives one trace per tool call; nil means none.
 	Tracer trace.TracerProvider
 	// Timeouts bound how long a client may take to send a request on
@@ -226,6 +233,11 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.Keyring != nil {
+		if err := checkMasterKey(cfg); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.Keyring == nil {
 		kr, err := ephemeralKeyring()
 		if err != nil {
@@ -308,6 +320,9 @@ func New(cfg Config) (*Server, error) {
 		}
 	})
 	s.app = s.routes()
+	if cfg.Cluster != nil {
+		cfg.Cluster.Bind(s)
+	}
 	return s, nil
 }
 
@@ -348,8 +363,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 func (s *Server) serveControl(ctx context.Context, ln net.Listener) error {
 	errc := make(chan error, 1)
 	go func() { errc <- s.app.Listener(ln) }()
-	go s.rotateSigningKeys(s.base)
-	go s.retain(s.base, s.cfg.ChangeHistory)
+	s.background(s.base)
 	select {
 	case err := <-errc:
 		s.stopBackground()
