@@ -623,7 +623,7 @@ spec:
 
 	// up printed a one-time console sign-in link on the configured port:
 	// it signs in once.
-	m2 := regexp.MustCompile(`(?m)^  (http://\S+/auth/local\?token=\S+)$`).FindStringSubmatch(up.out.String())
+	m2 := regexp.MustCompile(`(?m)^  console sign-in +(http://\S+/auth/local\?token=\S+) `).FindStringSubmatch(up.out.String())
 	require.NotNil(t, m2, up.out.String())
 	require.True(t, strings.HasPrefix(m2[1], up.url+"/auth/local?token="), m2[1])
 	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}

@@ -2,22 +2,20 @@ package cli
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"log/slog"
 
 	"github.com/warden-dev/warden/app/server"
 )
 
-// printLocalSignIn prints local mode's one-time console sign-in link: it
-// signs the person at this machine in as the local owner, once, within
-// ten minutes, on controlURL (a loopback address unless up listens
-// elsewhere). A failure is logged; the CLI and API keys still work.
-func printLocalSignIn(ctx context.Context, w io.Writer, srv *server.Server, controlURL string, logger *slog.Logger) {
+// localSignIn returns up's console sign-in line in local mode: a one-time
+// link, on controlURL, that signs the person at this machine in as the
+// local owner, once, within ten minutes. When no link can be made it says
+// so, and the CLI and API keys still work.
+func localSignIn(ctx context.Context, srv *server.Server, controlURL string, logger *slog.Logger) string {
 	link, err := srv.LocalSignInLink(ctx, controlURL)
 	if err != nil {
 		logger.Error("local console sign-in link", "err", err)
-		return
+		return "none (local mode: use the CLI and API keys; --oidc-issuer enables it)"
 	}
-	fmt.Fprintf(w, "Console sign-in (one-time link, this machine only, valid 10 minutes):\n  %s\n", link)
+	return link + " (local owner: once, from this machine, within 10 minutes)"
 }
