@@ -67,7 +67,9 @@ current context of $WARDEN_HOME/config.yaml (written by 'warden up').`,
 		newToolCallsCmd(a),
 		newTracesCmd(a),
 		newApprovalsCmd(a),
+		newAgBOMCmd(a),
 		newDemoCmd(a),
+		newVersionCmd(a),
 	)
 	return root
 }

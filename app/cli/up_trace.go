@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"strconv"
@@ -88,14 +87,15 @@ func (o traceOptions) overrides() (map[string]time.Duration, error) {
 }
 
 // startTrace builds the trace service over st, sends Warden's own spans
-// (tp) into it, and serves its listeners on host until ctx ends. stop
-// flushes the spans still queued and waits for the service to end.
+// (tp) into it, and serves its listeners on host until ctx ends. It
+// returns the lines of up's summary; stop flushes the spans still queued
+// and waits for the service to end.
 func startTrace(ctx context.Context, st store.Store, srv *server.Server, tp *sdktrace.TracerProvider, o traceOptions, host string,
-	tlsOpts tlsOptions, w io.Writer, logger *slog.Logger) (stop func(), err error) {
+	tlsOpts tlsOptions, logger *slog.Logger) (stop func(), summary []string, err error) {
 	var ls trace.Listeners
 	overrides, err := o.overrides()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	writers := 1
 	if _, ok := st.(*postgres.Store); ok {
@@ -107,12 +107,12 @@ func startTrace(ctx context.Context, st store.Store, srv *server.Server, tp *sdk
 		Writers: writers, Retention: o.retention, TenantRetention: overrides,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("trace service: %w", err)
+		return nil, nil, fmt.Errorf("trace service: %w", err)
 	}
 	tlsCfg, err := server.Config{TLSCertFile: tlsOpts.cert, TLSKeyFile: tlsOpts.key}.TLSConfig()
 	if err != nil {
 		svc.Close()
-		return nil, err
+		return nil, nil, err
 	}
 	scheme := "http"
 	if tlsCfg != nil {
@@ -153,17 +153,17 @@ func startTrace(ctx context.Context, st store.Store, srv *server.Server, tp *sdk
 	}
 	if err != nil {
 		closeAll()
-		return nil, err
+		return nil, nil, err
 	}
 	client := clientHost(host)
 	if o.queryPort != 0 {
-		fmt.Fprintf(w, "  trace query + /metrics   %s://%s\n", scheme, net.JoinHostPort(client, strconv.Itoa(o.queryPort)))
+		summary = append(summary, fmt.Sprintf("trace query + /metrics   %s://%s", scheme, net.JoinHostPort(client, strconv.Itoa(o.queryPort))))
 	}
 	if o.httpPort != 0 {
-		fmt.Fprintf(w, "  OTLP/HTTP + OCSF ingest  %s://%s/v1/traces\n", scheme, net.JoinHostPort(client, strconv.Itoa(o.httpPort)))
+		summary = append(summary, fmt.Sprintf("OTLP/HTTP + OCSF ingest  %s://%s/v1/traces", scheme, net.JoinHostPort(client, strconv.Itoa(o.httpPort))))
 	}
 	if o.grpcPort != 0 {
-		fmt.Fprintf(w, "  OTLP/gRPC ingest         %s\n", net.JoinHostPort(client, strconv.Itoa(o.grpcPort)))
+		summary = append(summary, fmt.Sprintf("OTLP/gRPC ingest         %s", net.JoinHostPort(client, strconv.Itoa(o.grpcPort))))
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -183,5 +183,5 @@ func startTrace(ctx context.Context, st store.Store, srv *server.Server, tp *sdk
 			logger.Warn("flush own spans", "err", err)
 		}
 		svc.Close()
-	}, nil
+	}, summary, nil
 }

@@ -239,6 +239,9 @@ type ModelSpec struct {
 	Provider string `json:"provider"`
 	// Model is the provider's model id, e.g. "gpt-4o".
 	Model string `json:"model"`
+	// Version is the model's version or snapshot where the id does not
+	// pin one, e.g. "2024-08-06"; shown in the agent's AgBOM.
+	Version string `json:"version,omitempty"`
 	// Endpoint is the provider's base URL; empty means the provider default.
 	Endpoint string `json:"endpoint,omitempty"`
 	// APIKeySecretRef names the Secret key holding the API key.
@@ -556,8 +559,13 @@ type ToolCallApproval struct {
 	Required bool `json:"required"`
 	// Status is not_required, pending, approved, denied, expired or overridden.
 	Status string `json:"status"`
-	// ApprovedBy is the approver's identity (an e-mail).
+	// ApprovedBy is the identity (an e-mail or credential subject) of who
+	// approved the call; set only when it was approved (or overridden to
+	// run).
 	ApprovedBy string `json:"approvedBy,omitempty"`
+	// DecidedBy is the identity of who decided the approval, whatever the
+	// decision (approve, deny, override).
+	DecidedBy string `json:"decidedBy,omitempty"`
 }
 
 // ToolCallStatus is the status of a ToolCall, exactly SPEC.md's fields.

@@ -18,12 +18,14 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/warden-dev/warden/app/adapter"
+	"github.com/warden-dev/warden/app/agbom"
 	"github.com/warden-dev/warden/app/apply"
 	"github.com/warden-dev/warden/app/auth"
 	"github.com/warden-dev/warden/app/authz"
 	"github.com/warden-dev/warden/app/compile"
 	"github.com/warden-dev/warden/app/events"
 	"github.com/warden-dev/warden/app/gateway"
+	"github.com/warden-dev/warden/app/listener"
 	"github.com/warden-dev/warden/app/oidc"
 	"github.com/warden-dev/warden/app/policy"
 	"github.com/warden-dev/warden/app/resource"
@@ -31,6 +33,7 @@ import (
 	"github.com/warden-dev/warden/app/store"
 	"github.com/warden-dev/warden/app/watch"
 	"github.com/warden-dev/warden/app/workload"
+	"github.com/warden-dev/warden/jobs"
 	"github.com/warden-dev/warden/web"
 )
 
@@ -54,9 +57,11 @@ type Config struct {
 	// AllowPlaintext lets a listener off loopback serve without TLS. Without
 	// it the server refuses to start there.
 	AllowPlaintext bool
-	// Keyring seals Secret values and workload signing keys. nil means an
-	// ephemeral random master key (tests): secrets then do not survive a
-	// restart, and a warning is logged.
+	// Keyring seals Secret values and workload signing keys. New refuses
+	// one whose master key is not the store's installation's
+	// (secret.CheckMasterKey). nil means an ephemeral random master key
+	// (tests): secrets then do not survive a restart, and a warning is
+	// logged.
 	Keyring *secret.Keyring
 	// PublicURL is the control plane's externally visible base URL, the
 	// issuer of workload tokens; default http://<ControlAddr>.
@@ -73,6 +78,13 @@ type Config struct {
 	OIDC *oidc.Config
 	// Signup enables self-service tenant sign-up in the console (SaaS).
 	Signup bool
+	// LocalSignIn, without OIDC, lets the person at the machine into the
+	// console as the local owner through one-time links
+	// (Server.LocalSignInLink, printed by `warden up`).
+	LocalSignIn bool
+	// SignupLimit is how many sign-ups one client IP may post per
+	// window (default DefaultSignupsPerHour an hour).
+	SignupLimit oidc.RateLimit
 	// ChangeHistory is how many change-log entries each tenant keeps
 	// (compacted every 10 seconds); zero means DefaultChangeHistory, a negative
 	// number keeps them all.
@@ -85,12 +97,22 @@ type Config struct {
 	Sandbox gateway.OSRunner
 	// Guardians calls external Guardian Agents over AOS.
 	Guardians gateway.Guardian
+	// AgBOMQueue runs the AgBOM refresh of every AgentCompiled as a
+	// durable job (jobs.AgBOMs); nil refreshes in-process.
+	AgBOMQueue agbom.Queue
 	// Queue runs approval resumption and expiry as durable jobs; nil runs
 	// resumption in-process.
 	Queue gateway.Queue
+	// Cluster runs key rotation, retention and the approval sweep once
+	// per cluster, as River periodic jobs that New binds to this server;
+	// nil runs rotation and retention on this server's own timers.
+	Cluster *jobs.Cluster
 	// Tracer receives one trace per tool call; nil means none.
 	Tracer trace.TracerProvider
-	Now    func() time.Time
+	// Timeouts bound how long a client may take to send a request on
+	// every listener (zero fields: listener's defaults).
+	Timeouts listener.Timeouts
+	Now      func() time.Time
 }
 
 // WithDefaults returns a copy of c with defaults filled in.
@@ -110,10 +132,12 @@ func (c Config) WithDefaults() Config {
 	if c.BookmarkInterval <= 0 {
 		c.BookmarkInterval = 15 * time.Second
 	}
+	if c.SignupLimit.Attempts <= 0 || c.SignupLimit.Window <= 0 {
+		c.SignupLimit = oidc.RateLimit{Attempts: DefaultSignupsPerHour, Window: time.Hour}
+	}
 	if c.ChangeHistory == 0 {
 		c.ChangeHistory = DefaultChangeHistory
 	}
-	c.Compile = c.Compile.WithDefaults()
 	if c.PublicURL == "" {
 		scheme := "http"
 		if c.TLSCertFile != "" {
@@ -121,11 +145,20 @@ func (c Config) WithDefaults() Config {
 		}
 		c.PublicURL = scheme + "://" + c.ControlAddr
 	}
+	if c.Compile.ControlURL == "" {
+		// Manifests name the control plane as agents reach it.
+		c.Compile.ControlURL = c.PublicURL
+	}
+	c.Compile = c.Compile.WithDefaults()
 	if c.Adapters == nil {
 		c.Adapters = adapter.NewRegistry(adapter.NewLocal(c.Logger))
 	}
 	return c
 }
+
+// DefaultSignupsPerHour is how many sign-ups one client IP may post an
+// hour unless Config.SignupLimit says otherwise.
+const DefaultSignupsPerHour = 5
 
 // Validate reports configuration errors, naming the field.
 func (c Config) Validate() error {
@@ -201,6 +234,10 @@ type Server struct {
 	console *web.Console
 	// gateway is the tool gateway; nil with GatewayAddr "off".
 	gateway *gateway.Gateway
+	// agbom serves and regenerates AgBOMs; stopAgBOM ends its event
+	// subscription.
+	agbom     *agbom.Service
+	stopAgBOM func()
 	// base ends streams when the server shuts down.
 	base   context.Context
 	cancel context.CancelFunc
@@ -211,6 +248,11 @@ func New(cfg Config) (*Server, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if cfg.Keyring != nil {
+		if err := checkMasterKey(cfg); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.Keyring == nil {
 		kr, err := ephemeralKeyring()
@@ -274,6 +316,7 @@ func New(cfg Config) (*Server, error) {
 			Store: cfg.Store, Policies: policies, Authn: auth.NewAuthenticator(cfg.Store, cfg.Now, gwVerifiers...), Authz: az,
 			Secrets: secret.NewBroker(cfg.Keyring), OS: cfg.Sandbox, Guardians: cfg.Guardians, Queue: cfg.Queue, Bus: bus,
 			Tracer: cfg.Tracer, URL: cfg.Compile.ToolGatewayURL, Logger: cfg.Logger, Now: cfg.Now,
+			Timeouts: cfg.Timeouts,
 		})
 		if err != nil {
 			cancel()
@@ -285,6 +328,11 @@ func New(cfg Config) (*Server, error) {
 		cancel()
 		return nil, err
 	}
+	if s.agbom, err = agbom.New(agbom.Config{Store: cfg.Store, Bus: bus, Logger: cfg.Logger, Now: cfg.Now}); err != nil {
+		cancel()
+		return nil, fmt.Errorf("agbom: %w", err)
+	}
+	s.stopAgBOM = s.agbom.Watch(bus, cfg.AgBOMQueue)
 	// Grants change with RoleBindings and the Tenant record: drop the
 	// tenant's cached decisions whenever one is applied.
 	bus.Subscribe(func(ev events.Event) {
@@ -293,6 +341,9 @@ func New(cfg Config) (*Server, error) {
 		}
 	})
 	s.app = s.routes()
+	if cfg.Cluster != nil {
+		cfg.Cluster.Bind(s)
+	}
 	return s, nil
 }
 
@@ -333,8 +384,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 func (s *Server) serveControl(ctx context.Context, ln net.Listener) error {
 	errc := make(chan error, 1)
 	go func() { errc <- s.app.Listener(ln) }()
-	go s.rotateSigningKeys(s.base)
-	go s.retain(s.base, s.cfg.ChangeHistory)
+	s.background(s.base)
 	select {
 	case err := <-errc:
 		s.stopBackground()
@@ -355,6 +405,7 @@ func (s *Server) serveControl(ctx context.Context, ln net.Listener) error {
 func (s *Server) stopBackground() {
 	s.cancel()
 	s.hub.Close()
+	s.stopAgBOM()
 }
 
 // closeGateway stops the gateway's background work once no request can
@@ -380,31 +431,18 @@ func Run(ctx context.Context, cfg Config) error {
 // ListenAndServe listens on the configured addresses and serves until ctx
 // is cancelled.
 func (s *Server) ListenAndServe(ctx context.Context) error {
-	tlsCfg, err := s.cfg.TLSConfig()
+	if _, err := s.cfg.TLSConfig(); err != nil {
+		return err
+	}
+	gatewayAddr := s.cfg.GatewayAddr
+	if s.gateway == nil {
+		gatewayAddr = GatewayOff
+	}
+	ls, err := Listen(s.cfg.ControlAddr, gatewayAddr)
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", s.cfg.ControlAddr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", s.cfg.ControlAddr, err)
-	}
-	if tlsCfg != nil {
-		ln = tls.NewListener(ln, tlsCfg)
-	}
-	s.log.InfoContext(ctx, "control plane listening", "addr", ln.Addr().String(), "tls", tlsCfg != nil)
-	if s.gateway == nil {
-		return s.Serve(ctx, ln)
-	}
-	gln, err := net.Listen("tcp", s.cfg.GatewayAddr)
-	if err != nil {
-		_ = ln.Close()
-		return fmt.Errorf("listen on %s: %w", s.cfg.GatewayAddr, err)
-	}
-	if tlsCfg != nil {
-		gln = tls.NewListener(gln, tlsCfg)
-	}
-	s.log.InfoContext(ctx, "tool gateway listening", "addr", gln.Addr().String(), "tls", tlsCfg != nil)
-	return s.ServeAll(ctx, ln, gln)
+	return s.ServeListeners(ctx, ls)
 }
 
 // ServeAll serves the control plane on ln and the tool gateway on gln until
