@@ -22,6 +22,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/warden-dev/warden/app/apierr"
+	"github.com/warden-dev/warden/app/listener"
 )
 
 // Content types of OTLP/HTTP.
@@ -39,23 +40,7 @@ func (s *Service) IngestHandler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeHTTPError(w, contentJSON, apierr.New(apierr.CodeNotFound, "no endpoint %s %s here: OTLP/HTTP is POST /v1/traces, OCSF is POST /v1/ocsf", r.Method, r.URL.Path))
 	})
-	return recoverHTTP(s, mux)
-}
-
-// recoverHTTP turns a handler panic into a 500 and a log line.
-func recoverHTTP(s *Service, h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		defer func() {
-			if v := recover(); v != nil {
-				if v == http.ErrAbortHandler {
-					panic(v)
-				}
-				s.log.Error("panic in trace ingest handler", "panic", v, "path", r.URL.Path)
-				writeHTTPError(w, contentJSON, apierr.New(apierr.CodeInternal, "internal error"))
-			}
-		}()
-		h.ServeHTTP(w, r)
-	})
+	return listener.RecoverHTTP(mux, s.log)
 }
 
 // readBody reads a request body of at most max bytes, decompressed.

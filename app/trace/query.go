@@ -13,13 +13,13 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
-	fiberrecover "github.com/gofiber/fiber/v2/middleware/recover"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/warden-dev/warden/app/apierr"
 	"github.com/warden-dev/warden/app/auth"
 	"github.com/warden-dev/warden/app/authz"
+	"github.com/warden-dev/warden/app/listener"
 	"github.com/warden-dev/warden/app/store"
 )
 
@@ -36,21 +36,18 @@ const localPrincipal = "warden.trace.principal"
 // App returns the query API (port 8086): traces, spans, metrics, OCSF
 // events, and Warden's operational metrics at /metrics.
 func (s *Service) App() *fiber.App {
-	app := fiber.New(fiber.Config{
+	var t listener.Timeouts
+	app := fiber.New(t.FiberConfig(fiber.Config{
 		AppName:               "warden-trace",
 		BodyLimit:             64 << 10,
 		DisableStartupMessage: true,
 		ErrorHandler:          s.errorHandler,
-		ReadTimeout:           30 * time.Second,
-		WriteTimeout:          60 * time.Second,
-		IdleTimeout:           2 * time.Minute,
-	})
-	app.Use(fiberrecover.New(fiberrecover.Config{EnableStackTrace: true, StackTraceHandler: func(c *fiber.Ctx, e any) {
-		s.log.Error("panic in trace query handler", "panic", e, "path", c.Path())
-	}}))
+	}))
+	t.Harden(app)
+	app.Use(listener.RequestID, listener.Recover(s.log))
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.SendString("ok") })
 	app.Get("/metrics", s.handlePrometheus)
-	v1 := app.Group("/v1", s.authenticate)
+	v1 := app.Group("/v1", listener.APIHeaders, s.authenticate)
 	v1.Get("/traces/:id", s.handleTraceGet)
 	v1.Get("/traces", s.handleTraceList)
 	v1.Get("/spans", s.handleSpanList)
@@ -73,10 +70,12 @@ func (s *Service) errorHandler(c *fiber.Ctx, err error) error {
 		case errors.Is(err, context.DeadlineExceeded):
 			e = apierr.New(apierr.CodeTimeout, "the request timed out")
 		default:
-			s.log.ErrorContext(c.UserContext(), "internal error", "err", err, "method", c.Method(), "path", c.Path())
-			e = apierr.New(apierr.CodeInternal, "internal error")
+			id := listener.RequestIDOf(c)
+			s.log.ErrorContext(c.UserContext(), "internal error", "err", err, "method", c.Method(), "path", c.Path(), "requestId", id)
+			e = listener.InternalError(id)
 		}
 	}
+	e = listener.NameRequest(e, listener.RequestIDOf(c))
 	return c.Status(e.Status()).JSON(apierr.Body{Error: e})
 }
 

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+
+	"github.com/warden-dev/warden/app/listener"
 )
 
 // expireBatch is how many rows of each trace table one retention
@@ -78,8 +80,9 @@ func (s *Service) Serve(ctx context.Context, ls Listeners) error {
 		}()
 	}
 	if ls.OTLPHTTP != nil {
-		hs := &http.Server{Handler: s.IngestHandler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
-			WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+		t := listener.Timeouts{}.WithDefaults()
+		hs := &http.Server{Handler: s.IngestHandler(), ReadHeaderTimeout: t.ReadHeader, ReadTimeout: t.Read,
+			IdleTimeout: t.Idle, MaxHeaderBytes: 64 << 10}
 		go func() {
 			err := hs.Serve(ls.OTLPHTTP)
 			if errors.Is(err, http.ErrServerClosed) {
