@@ -174,7 +174,7 @@ func anyValue(v attribute.Value) *commonpb.AnyValue {
 		}
 		return &commonpb.AnyValue{Value: &commonpb.AnyValue_ArrayValue{ArrayValue: &commonpb.ArrayValue{Values: vals}}}
 	}
-	return &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: v.Emit()}}
+	return &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: v.String()}}
 }
 
 // TenantProcessor is a SpanProcessor that gives every span started under a
