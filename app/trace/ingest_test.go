@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/metadata"
 	grpcstatus "google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -345,4 +346,39 @@ func TestPrometheus(t *testing.T) {
 	require.Contains(t, string(b), `warden_trace_spans_received_total{transport="http"} 1`)
 	require.Contains(t, string(b), "warden_trace_spans_stored_total 1")
 	require.Contains(t, string(b), "# TYPE warden_trace_write_seconds histogram")
+}
+
+// rawCodec sends []byte as is, so a test can put a broken message on the
+// wire; it answers into a response message.
+type rawCodec struct{}
+
+func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
+	return mem.BufferSlice{mem.SliceBuffer(v.([]byte))}, nil
+}
+
+func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	return proto.Unmarshal(data.Materialize(), v.(proto.Message))
+}
+
+func (rawCodec) Name() string { return "proto" }
+
+// TestGRPCTruncated sends a truncated protobuf over gRPC: refused by
+// grpc-go's decoder (INTERNAL), nothing stored, the server still serves.
+func TestGRPCTruncated(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, openSQLite(t), nil)
+	tenant := newTenant()
+	key := apiKey(t, h.st, tenant, "sender", "default", "editor", "")
+	conn, err := grpc.NewClient(h.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	defer conn.Close()
+	ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+key)
+	good := marshal(t, request(otlpSpan(newID(), "a"), otlpSpan(newID(), "b")))
+	var out collectortrace.ExportTraceServiceResponse
+	err = conn.Invoke(ctx, "/opentelemetry.proto.collector.trace.v1.TraceService/Export", good[:len(good)-5], &out, grpc.ForceCodecV2(rawCodec{}))
+	require.Equal(t, codes.Internal, grpcstatus.Code(err), "%v", err)
+	require.Contains(t, err.Error(), "unmarshal")
+	require.Zero(t, spanCount(t, h.st, tenant))
+	require.NoError(t, conn.Invoke(ctx, "/opentelemetry.proto.collector.trace.v1.TraceService/Export", good, &out, grpc.ForceCodecV2(rawCodec{})))
+	require.Equal(t, 2, spanCount(t, h.st, tenant))
 }
