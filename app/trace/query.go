@@ -14,7 +14,6 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/warden-dev/warden/app/apierr"
 	"github.com/warden-dev/warden/app/auth"
@@ -135,23 +134,19 @@ func (s *Service) handleTraceGet(c *fiber.Ctx) error {
 		return err
 	}
 	ctx := c.UserContext()
-	rows, err := s.st.SpanList(ctx, p.Tenant, store.SpanFilter{Namespaces: nss, TraceIDs: [][16]byte{id}, Status: -1, Ascending: true, Limit: MaxTraceSpans + 1})
-	if err != nil {
-		return err
-	}
-	if len(rows) == 0 {
-		return apierr.New(apierr.CodeNotFound, "trace %s not found", c.Params("id"))
-	}
-	truncated := len(rows) > MaxTraceSpans
-	if truncated {
-		rows = rows[:MaxTraceSpans]
-	}
-	rows = dedupe(rows)
-	resources, err := s.resources(ctx, p.Tenant, rows)
-	if err != nil {
-		return err
-	}
 	if c.Query("format") == "otlp" {
+		rows, err := s.st.SpanList(ctx, p.Tenant, store.SpanFilter{Namespaces: nss, TraceIDs: [][16]byte{id}, Status: -1, Ascending: true, Limit: MaxTraceSpans})
+		if err != nil {
+			return err
+		}
+		if len(rows) == 0 {
+			return apierr.New(apierr.CodeNotFound, "trace %s not found", c.Params("id"))
+		}
+		rows = dedupe(rows)
+		resources, err := loadResources(ctx, s.st, p.Tenant, rows)
+		if err != nil {
+			return err
+		}
 		b, err := s.otlpTrace(rows, resources)
 		if err != nil {
 			return err
@@ -159,11 +154,14 @@ func (s *Service) handleTraceGet(c *fiber.Ctx) error {
 		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 		return c.Send(b)
 	}
-	views, err := s.views(rows, resources)
+	t, err := ReadTrace(ctx, s.st, p.Tenant, nss, id)
+	if errors.Is(err, ErrTraceNotFound) {
+		return apierr.New(apierr.CodeNotFound, "trace %s not found", c.Params("id"))
+	}
 	if err != nil {
 		return err
 	}
-	return c.JSON(Trace{TraceID: hex.EncodeToString(id[:]), Spans: views, Truncated: truncated})
+	return c.JSON(t)
 }
 
 // dedupe drops spans stored twice (a retried export).
@@ -178,43 +176,6 @@ func dedupe(rows []store.Span) []store.Span {
 		out = append(out, r)
 	}
 	return out
-}
-
-// resources loads and decodes the resources of rows.
-func (s *Service) resources(ctx context.Context, tenant string, rows []store.Span) (map[int64]*tracepb.ResourceSpans, error) {
-	var ids []int64
-	seen := map[int64]bool{}
-	for _, r := range rows {
-		if !seen[r.Resource] {
-			seen[r.Resource] = true
-			ids = append(ids, r.Resource)
-		}
-	}
-	raw, err := s.st.SpanResourceGet(ctx, tenant, ids)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[int64]*tracepb.ResourceSpans, len(raw))
-	for id, b := range raw {
-		rs := &tracepb.ResourceSpans{}
-		if err := proto.Unmarshal(b, rs); err != nil {
-			return nil, fmt.Errorf("decode span resource %d: %w", id, err)
-		}
-		out[id] = rs
-	}
-	return out, nil
-}
-
-func (s *Service) views(rows []store.Span, resources map[int64]*tracepb.ResourceSpans) ([]SpanView, error) {
-	out := make([]SpanView, 0, len(rows))
-	for i := range rows {
-		sp, err := rebuild(&rows[i])
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, view(&rows[i], sp, resources[rows[i].Resource]))
-	}
-	return out, nil
 }
 
 // otlpTrace encodes rows as OTLP/JSON TracesData, spans grouped under
@@ -423,11 +384,11 @@ func (s *Service) handleSpanList(c *fiber.Ctx) error {
 		out.Metadata.Continue = encodeCursor(store.SpanCursor{Start: last.Start, SpanID: last.SpanID})
 	}
 	rows = dedupe(rows)
-	resources, err := s.resources(ctx, p.Tenant, rows)
+	resources, err := loadResources(ctx, s.st, p.Tenant, rows)
 	if err != nil {
 		return err
 	}
-	if out.Items, err = s.views(rows, resources); err != nil {
+	if out.Items, err = views(rows, resources); err != nil {
 		return err
 	}
 	return c.JSON(out)
