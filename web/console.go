@@ -17,6 +17,7 @@ import (
 	"github.com/warden-dev/warden/web/signin"
 	"github.com/warden-dev/warden/web/signup"
 	"github.com/warden-dev/warden/web/static"
+	"github.com/warden-dev/warden/web/traces"
 )
 
 // Deps is what the console needs from the rest of Warden. The integrator
@@ -56,6 +57,8 @@ type Deps struct {
 	Namespaces namespaces.Service
 	APIKeys    apikeys.Service
 	Audit      audit.Service
+	// Traces serves the trace screens; nil leaves them out.
+	Traces traces.Service
 	// Tenants (optional) lists a person's tenants for the switcher.
 	Tenants layout.TenantLister
 	// SignupLimiter (optional) limits sign-ups per client IP; a client
@@ -130,6 +133,7 @@ type Console struct {
 	namespaces *namespaces.Handler
 	apikeys    *apikeys.Handler
 	audit      *audit.Handler
+	traces     *traces.Handler
 }
 
 // New builds the console.
@@ -160,6 +164,9 @@ func New(deps Deps) (*Console, error) {
 		namespaces: &namespaces.Handler{Env: env, Service: deps.Namespaces},
 		apikeys:    &apikeys.Handler{Env: env, Service: deps.APIKeys, Now: deps.Now},
 		audit:      &audit.Handler{Env: env, Service: deps.Audit},
+	}
+	if deps.Traces != nil {
+		cs.traces = &traces.Handler{Env: env, Service: deps.Traces}
 	}
 	return cs, nil
 }
@@ -194,6 +201,11 @@ func (cs *Console) Register(r fiber.Router) {
 	r.Post("/apikeys", sh, in, cs.apikeys.Create)
 	r.Post("/apikeys/:id/revoke", sh, in, cs.apikeys.Revoke)
 	r.Get("/audit", sh, in, cs.audit.Get)
+	if cs.traces != nil {
+		r.Get("/traces", sh, in, cs.traces.Overview)
+		r.Get("/traces/open", sh, in, cs.traces.Open)
+		r.Get("/traces/:id", sh, in, cs.traces.Trace)
+	}
 }
 
 // signupDisabled answers 404 where self-service sign-up is off (local mode,

@@ -58,6 +58,7 @@ func (s *Server) buildConsole() error {
 		Namespaces: consoleNamespaces{s: s, svc: svc},
 		APIKeys:    consoleAPIKeys{s: s},
 		Audit:      consoleAudit{s: s},
+		Traces:     consoleTraces{s: s},
 		Log:        s.log,
 		Now:        s.now,
 		Authorize:  s.authz.Authorize,

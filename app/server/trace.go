@@ -1,8 +1,12 @@
 package server
 
 import (
+	"context"
+	"time"
+
 	"github.com/warden-dev/warden/app/auth"
 	"github.com/warden-dev/warden/app/authz"
+	"github.com/warden-dev/warden/app/trace"
 	"github.com/warden-dev/warden/app/workload"
 )
 
@@ -20,3 +24,22 @@ func (s *Server) Authenticator(audience string) *auth.Authenticator {
 // Authorizer returns the control plane's authorizer, shared by the
 // data-plane services so that grants mean the same everywhere.
 func (s *Server) Authorizer() *authz.Authorizer { return s.authz }
+
+// consoleTraces reads the trace store for the console's trace screens: the
+// spans live in the store's database, so the control plane reads them
+// directly, authorized like GET /v1/traces.
+type consoleTraces struct{ s *Server }
+
+func (a consoleTraces) Overview(ctx context.Context, p auth.Principal, namespace string, window time.Duration) ([]trace.OverviewRow, error) {
+	if err := a.s.checkPrincipal(ctx, p, auth.VerbList, namespace, authz.ObjTraces); err != nil {
+		return nil, err
+	}
+	return trace.Overview(ctx, a.s.store, p.Tenant, []string{namespace}, window, a.s.now())
+}
+
+func (a consoleTraces) Trace(ctx context.Context, p auth.Principal, namespace string, id [16]byte) (*trace.Trace, error) {
+	if err := a.s.checkPrincipal(ctx, p, auth.VerbGet, namespace, authz.ObjTraces); err != nil {
+		return nil, err
+	}
+	return trace.ReadTrace(ctx, a.s.store, p.Tenant, []string{namespace}, id)
+}

@@ -45,6 +45,9 @@ func ReadTrace(ctx context.Context, st store.TraceStore, tenant string, namespac
 	return out, nil
 }
 
+// TraceIDString is the hex form of a trace id.
+func TraceIDString(id [16]byte) string { return hex.EncodeToString(id[:]) }
+
 // loadResources loads and decodes the resources of rows.
 func loadResources(ctx context.Context, st store.TraceStore, tenant string, rows []store.Span) (map[int64]*tracepb.ResourceSpans, error) {
 	var ids []int64

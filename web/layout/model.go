@@ -50,6 +50,7 @@ var Nav = []NavItem{
 	{Key: "namespaces", Label: "Namespaces", Href: "/namespaces"},
 	{Key: "apikeys", Label: "API keys", Href: "/apikeys"},
 	{Key: "audit", Label: "Audit", Href: "/audit"},
+	{Key: "traces", Label: "Traces", Href: "/traces"},
 }
 
 // Count writes "1 key", "3 keys".
