@@ -17,6 +17,8 @@ type app struct {
 	token     string
 	context   string
 	namespace string
+	// mcpPort is up's --mcp-port.
+	mcpPort int
 }
 
 func newRootCmd(env Env) *cobra.Command {

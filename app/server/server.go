@@ -24,6 +24,7 @@ import (
 	"github.com/warden-dev/warden/app/compile"
 	"github.com/warden-dev/warden/app/events"
 	"github.com/warden-dev/warden/app/gateway"
+	"github.com/warden-dev/warden/app/mcp"
 	"github.com/warden-dev/warden/app/oidc"
 	"github.com/warden-dev/warden/app/policy"
 	"github.com/warden-dev/warden/app/resource"
@@ -91,6 +92,9 @@ type Config struct {
 	// Tracer receives one trace per tool call; nil means none.
 	Tracer trace.TracerProvider
 	Now    func() time.Time
+	// MCPAddr is the MCP gateway listener (app/mcp); "" serves none. It
+	// needs the tool gateway, which governs its calls.
+	MCPAddr string
 }
 
 // WithDefaults returns a copy of c with defaults filled in.
@@ -137,6 +141,11 @@ func (c Config) Validate() error {
 	}
 	if err := CheckTransport(c.ControlAddr, c.TLSCertFile != "", c.AllowPlaintext); err != nil {
 		return err
+	}
+	if c.MCPAddr != "" {
+		if err := CheckTransport(c.MCPAddr, c.TLSCertFile != "", c.AllowPlaintext); err != nil {
+			return err
+		}
 	}
 	if c.GatewayAddr != GatewayOff {
 		return CheckTransport(c.GatewayAddr, c.TLSCertFile != "", c.AllowPlaintext)
@@ -201,6 +210,9 @@ type Server struct {
 	console *web.Console
 	// gateway is the tool gateway; nil with GatewayAddr "off".
 	gateway *gateway.Gateway
+	// mcp is the MCP gateway and mcpLn its listener; nil without MCPAddr.
+	mcp   *mcp.Service
+	mcpLn net.Listener
 	// base ends streams when the server shuts down.
 	base   context.Context
 	cancel context.CancelFunc
@@ -270,16 +282,27 @@ func New(cfg Config) (*Server, error) {
 		if people != nil {
 			gwVerifiers = append(gwVerifiers, people.Verifier())
 		}
-		gw, err := gateway.New(gateway.Config{
+		gwCfg := gateway.Config{
 			Store: cfg.Store, Policies: policies, Authn: auth.NewAuthenticator(cfg.Store, cfg.Now, gwVerifiers...), Authz: az,
 			Secrets: secret.NewBroker(cfg.Keyring), OS: cfg.Sandbox, Guardians: cfg.Guardians, Queue: cfg.Queue, Bus: bus,
 			Tracer: cfg.Tracer, URL: cfg.Compile.ToolGatewayURL, Logger: cfg.Logger, Now: cfg.Now,
-		})
+		}
+		if cfg.MCPAddr != "" {
+			if err := s.newMCP(issuer, people, bus); err != nil {
+				cancel()
+				return nil, err
+			}
+			gwCfg.MCP = s.mcp
+		}
+		gw, err := gateway.New(gwCfg)
 		if err != nil {
 			cancel()
 			return nil, fmt.Errorf("tool gateway: %w", err)
 		}
 		s.gateway = gw
+		if s.mcp != nil {
+			s.mcp.Bind(gw)
+		}
 	}
 	if err := s.buildConsole(); err != nil {
 		cancel()
@@ -363,6 +386,9 @@ func (s *Server) closeGateway() {
 	if s.gateway != nil {
 		s.gateway.Close()
 	}
+	if s.mcp != nil {
+		s.mcp.Close()
+	}
 }
 
 // Gateway returns the tool gateway, nil when it is off.
@@ -404,6 +430,13 @@ func (s *Server) ListenAndServe(ctx context.Context) error {
 		gln = tls.NewListener(gln, tlsCfg)
 	}
 	s.log.InfoContext(ctx, "tool gateway listening", "addr", gln.Addr().String(), "tls", tlsCfg != nil)
+	if s.mcp != nil {
+		if err := s.listenMCP(ctx, tlsCfg); err != nil {
+			_ = ln.Close()
+			_ = gln.Close()
+			return err
+		}
+	}
 	return s.ServeAll(ctx, ln, gln)
 }
 
@@ -417,8 +450,12 @@ func (s *Server) ServeAll(ctx context.Context, ln, gln net.Listener) error {
 		gerr <- s.gateway.Serve(ctx, gln)
 		cancel()
 	}()
+	merr := s.serveMCP(ctx, cancel)
 	err := s.serveControl(ctx, ln)
 	cancel()
+	if e := <-merr; err == nil && e != nil {
+		err = fmt.Errorf("MCP gateway: %w", e)
+	}
 	// The gateway's listener is drained (its calls in flight finished)
 	// before its recorder stops.
 	e := <-gerr
