@@ -69,6 +69,7 @@ current context of $WARDEN_HOME/config.yaml (written by 'warden up').`,
 		newToolCallsCmd(a),
 		newApprovalsCmd(a),
 		newDemoCmd(a),
+		newMCPCmd(a),
 	)
 	return root
 }
