@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -54,6 +55,9 @@ type sessionEntry struct {
 	ready chan struct{}
 	cs    *sdk.ClientSession
 	err   error
+	// cancel ends the context the session's transport lives in (the
+	// legacy SSE transport keeps its event stream open on it).
+	cancel context.CancelFunc
 }
 
 func sessionKey(tenant, ns, server, url string) string {
@@ -69,11 +73,19 @@ func (s *Service) session(ctx context.Context, tenant, ns, server string, spec r
 		e = &sessionEntry{ready: make(chan struct{})}
 		s.sess.m[key] = e
 		s.sess.mu.Unlock()
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.DialTimeout)
+		// The session outlives this call: its context is the service's,
+		// cancelled by DialTimeout only while dialling.
+		dctx, cancel := context.WithCancel(s.base)
+		timer := time.AfterFunc(s.cfg.DialTimeout, cancel)
 		e.cs, _, e.err = s.dial(dctx, spec)
-		cancel()
+		if !timer.Stop() && e.err == nil {
+			_ = e.cs.Close()
+			e.cs, e.err = nil, fmt.Errorf("connect to %s: no session within %s", spec.URL, s.cfg.DialTimeout)
+		}
+		e.cancel = cancel
 		close(e.ready)
 		if e.err != nil {
+			cancel()
 			s.sess.mu.Lock()
 			delete(s.sess.m, key)
 			s.sess.mu.Unlock()
@@ -93,11 +105,15 @@ func (s *Service) session(ctx context.Context, tenant, ns, server string, spec r
 // closes it.
 func (s *Service) dropSession(key string, cs *sdk.ClientSession) {
 	s.sess.mu.Lock()
-	if e, ok := s.sess.m[key]; ok && e.cs == cs {
+	e, ok := s.sess.m[key]
+	if ok && e.cs == cs {
 		delete(s.sess.m, key)
 	}
 	s.sess.mu.Unlock()
 	_ = cs.Close()
+	if ok && e.cs == cs {
+		e.cancel()
+	}
 }
 
 // closeSessions closes every cached session.
@@ -110,6 +126,7 @@ func (s *Service) closeSessions() {
 		<-e.ready
 		if e.cs != nil {
 			_ = e.cs.Close()
+			e.cancel()
 		}
 	}
 }
