@@ -2,10 +2,12 @@ package mcp
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -40,6 +42,9 @@ type agentServers struct {
 
 	mu      sync.Mutex
 	servers map[string]*agentServer
+	// verified remembers tokens already verified, so that the requests of
+	// a session do not each check a signature.
+	verified tokenCache
 }
 
 // agentServer is one agent's MCP server and the tools it lists.
@@ -51,7 +56,7 @@ type agentServer struct {
 }
 
 func newAgentServers(s *Service) *agentServers {
-	a := &agentServers{s: s, servers: map[string]*agentServer{}}
+	a := &agentServers{s: s, servers: map[string]*agentServer{}, verified: tokenCache{m: map[string]cachedToken{}}}
 	stream := sdk.NewStreamableHTTPHandler(a.serverFor, &sdk.StreamableHTTPOptions{
 		Logger: s.log, SessionTimeout: 30 * time.Minute, MaxRequestBodyBytes: s.cfg.MaxBodyBytes,
 	})
@@ -65,6 +70,9 @@ func (a *agentServers) handler() http.Handler { return a.h }
 // the agent identity (UserID): the SDK refuses a request of another
 // identity on it.
 func (a *agentServers) verify(ctx context.Context, token string, _ *http.Request) (*sdkauth.TokenInfo, error) {
+	if ti := a.verified.get(token, a.s.now()); ti != nil {
+		return ti, nil
+	}
 	p, err := a.s.cfg.Authn.Authenticate(ctx, "Bearer "+token)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", sdkauth.ErrInvalidToken, err)
@@ -72,7 +80,9 @@ func (a *agentServers) verify(ctx context.Context, token string, _ *http.Request
 	if p.Agent == "" || p.Namespace == "" || p.Namespace == auth.AllNamespaces || p.Environment == "" {
 		return nil, fmt.Errorf("%w: /mcp serves agents: send the agent's workload token for audience warden:mcp-gateway", sdkauth.ErrInvalidToken)
 	}
-	return &sdkauth.TokenInfo{UserID: identity(p), Extra: map[string]any{principalKey: p}}, nil
+	ti := &sdkauth.TokenInfo{UserID: identity(p), Extra: map[string]any{principalKey: p}}
+	a.verified.put(token, ti, a.s.now())
+	return ti, nil
 }
 
 func identity(p auth.Principal) string {
@@ -263,4 +273,80 @@ func toSDKResult(m map[string]any) *sdk.CallToolResult {
 		return errorResult(apierr.New(apierr.CodeInternal, "the result cannot be encoded"))
 	}
 	return &res
+}
+
+// tokenCache remembers verified workload tokens until they expire, or for
+// at most tokenCacheTTL.
+type tokenCache struct {
+	mu sync.Mutex
+	m  map[string]cachedToken
+}
+
+type cachedToken struct {
+	ti    *sdkauth.TokenInfo
+	until time.Time
+}
+
+const (
+	tokenCacheTTL = time.Minute
+	tokenCacheMax = 4096
+)
+
+func (c *tokenCache) get(token string, now time.Time) *sdkauth.TokenInfo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[token]
+	if !ok {
+		return nil
+	}
+	if !now.Before(e.until) {
+		delete(c.m, token)
+		return nil
+	}
+	return e.ti
+}
+
+func (c *tokenCache) put(token string, ti *sdkauth.TokenInfo, now time.Time) {
+	// Only workload tokens (JWTs, which expire) are remembered: an API key
+	// can be revoked at any time.
+	exp, ok := jwtExpiry(token)
+	if !ok {
+		return
+	}
+	until := now.Add(tokenCacheTTL)
+	if exp.Before(until) {
+		until = exp
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) >= tokenCacheMax {
+		for k, e := range c.m {
+			if !now.Before(e.until) {
+				delete(c.m, k)
+			}
+		}
+		if len(c.m) >= tokenCacheMax {
+			clear(c.m)
+		}
+	}
+	c.m[token] = cachedToken{ti: ti, until: until}
+}
+
+// jwtExpiry reads the exp claim of a JWT whose signature was verified.
+func jwtExpiry(token string) (time.Time, bool) {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return time.Time{}, false
+	}
+	b, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return time.Time{}, false
+	}
+	var claims struct {
+		Exp int64 `json:"exp"`
+	}
+	if json.Unmarshal(b, &claims) != nil || claims.Exp == 0 {
+		return time.Time{}, false
+	}
+	return time.Unix(claims.Exp, 0), true
 }
