@@ -3,7 +3,6 @@ package mcp_test
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -179,12 +178,6 @@ type resp struct {
 	raw    []byte
 }
 
-func (r resp) code() string {
-	e, _ := r.body["error"].(map[string]any)
-	s, _ := e["code"].(string)
-	return s
-}
-
 // rpcCode is the Warden code of a JSON-RPC error (error.data.code).
 func (r resp) rpcCode() string {
 	e, _ := r.body["error"].(map[string]any)
@@ -276,18 +269,6 @@ func rpc(name string, args map[string]any) map[string]any {
 	return map[string]any{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": map[string]any{"name": name, "arguments": args}}
 }
 
-// eventually waits for cond, failing after 10 s.
-func eventually(t testing.TB, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 10s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // newTenant creates tenant with a default namespace and an owner key.
 func newTenant(t *testing.T, st store.Store, tenant string) string {
 	t.Helper()
@@ -304,4 +285,3 @@ func newTenant(t *testing.T, st store.Store, tenant string) string {
 	return secret
 }
 
-var _ = base64.StdEncoding

@@ -2,6 +2,8 @@ package mcp
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -71,15 +73,23 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	return nil
 }
 
-// recoverPanics turns a panic into a 500 with the error logged.
+// recoverPanics gives every request an X-Request-Id (the client's, when it
+// sends a short one) and turns a panic into a 500 with the error logged.
 func (s *Service) recoverPanics(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("X-Request-Id")
+		if id == "" || len(id) > 64 {
+			b := make([]byte, 8)
+			_, _ = rand.Read(b)
+			id = hex.EncodeToString(b)
+		}
+		w.Header().Set("X-Request-Id", id)
 		defer func() {
 			if v := recover(); v != nil {
 				if v == http.ErrAbortHandler {
 					panic(v)
 				}
-				s.log.ErrorContext(r.Context(), "panic in MCP gateway handler", "panic", fmt.Sprint(v), "method", r.Method, "path", r.URL.Path)
+				s.log.ErrorContext(r.Context(), "panic in MCP gateway handler", "panic", fmt.Sprint(v), "method", r.Method, "path", r.URL.Path, "requestId", id)
 				writeError(w, apierr.New(apierr.CodeInternal, "internal error"))
 			}
 		}()
