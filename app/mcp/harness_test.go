@@ -284,4 +284,3 @@ func newTenant(t *testing.T, st store.Store, tenant string) string {
 	}))
 	return secret
 }
-
