@@ -68,7 +68,9 @@ current context of $WARDEN_HOME/config.yaml (written by 'warden up').`,
 		newBenchCmd(a),
 		newToolCallsCmd(a),
 		newApprovalsCmd(a),
+		newAgBOMCmd(a),
 		newDemoCmd(a),
+		newVersionCmd(a),
 		newMCPCmd(a),
 	)
 	return root

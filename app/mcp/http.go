@@ -2,8 +2,6 @@ package mcp
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +15,7 @@ import (
 	"github.com/warden-dev/warden/app/audit"
 	"github.com/warden-dev/warden/app/auth"
 	"github.com/warden-dev/warden/app/gateway"
+	"github.com/warden-dev/warden/app/listener"
 	"github.com/warden-dev/warden/app/resource"
 	"github.com/warden-dev/warden/app/store"
 )
@@ -43,11 +42,13 @@ func (s *Service) Handler() http.Handler {
 // Serve serves the MCP gateway on ln until ctx ends, then lets requests in
 // flight finish (10 s at most).
 func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
+	t := s.cfg.Timeouts.WithDefaults()
 	srv := &http.Server{
-		Handler:           s.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       time.Minute,
-		IdleTimeout:       2 * time.Minute,
+		Handler: s.Handler(),
+		// No ReadTimeout: it would end the event streams of /mcp. The
+		// bodies of the JSON endpoints get Timeouts.Read in readBody.
+		ReadHeaderTimeout: t.ReadHeader,
+		IdleTimeout:       t.Idle,
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
 	errc := make(chan error, 1)
@@ -77,24 +78,32 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 // sends a short one) and turns a panic into a 500 with the error logged.
 func (s *Service) recoverPanics(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := r.Header.Get("X-Request-Id")
+		id := r.Header.Get(listener.HeaderRequestID)
 		if id == "" || len(id) > 64 {
-			b := make([]byte, 8)
-			_, _ = rand.Read(b)
-			id = hex.EncodeToString(b)
+			id = listener.NewRequestID()
 		}
-		w.Header().Set("X-Request-Id", id)
+		w.Header().Set(listener.HeaderRequestID, id)
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Cache-Control", "no-store")
+		r = r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id))
 		defer func() {
 			if v := recover(); v != nil {
 				if v == http.ErrAbortHandler {
 					panic(v)
 				}
 				s.log.ErrorContext(r.Context(), "panic in MCP gateway handler", "panic", fmt.Sprint(v), "method", r.Method, "path", r.URL.Path, "requestId", id)
-				writeError(w, apierr.New(apierr.CodeInternal, "internal error"))
+				writeError(w, listener.InternalError(id))
 			}
 		}()
 		next.ServeHTTP(w, r)
 	})
+}
+
+type requestIDKey struct{}
+
+func requestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
 }
 
 // authenticate verifies the request's credential.
@@ -122,6 +131,10 @@ func namespace(p auth.Principal, r *http.Request) string {
 }
 
 func (s *Service) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	rc := http.NewResponseController(w)
+	if err := rc.SetReadDeadline(time.Now().Add(s.cfg.Timeouts.WithDefaults().Read)); err == nil {
+		defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
+	}
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
 	if err != nil {
 		var mb *http.MaxBytesError
@@ -137,8 +150,8 @@ func (s *Service) readBody(w http.ResponseWriter, r *http.Request) ([]byte, erro
 func (s *Service) fail(w http.ResponseWriter, r *http.Request, err error) {
 	e, ok := apierr.As(err)
 	if !ok {
-		s.log.ErrorContext(r.Context(), "MCP gateway internal error", "err", err, "method", r.Method, "path", r.URL.Path)
-		e = apierr.New(apierr.CodeInternal, "internal error")
+		s.log.ErrorContext(r.Context(), "MCP gateway internal error", "err", err, "method", r.Method, "path", r.URL.Path, "requestId", requestID(r.Context()))
+		e = listener.InternalError(requestID(r.Context()))
 	}
 	if e.Code == apierr.CodeUnauthenticated {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="warden-mcp-gateway"`)

@@ -14,6 +14,7 @@ import (
 	"github.com/warden-dev/warden/app/authz"
 	"github.com/warden-dev/warden/app/events"
 	"github.com/warden-dev/warden/app/gateway"
+	"github.com/warden-dev/warden/app/listener"
 	"github.com/warden-dev/warden/app/resource"
 	"github.com/warden-dev/warden/app/store"
 )
@@ -63,6 +64,8 @@ type Config struct {
 	// disables it.
 	DiscoverEvery time.Duration
 	MaxBodyBytes  int64
+	// Timeouts bound how long a client may take to send a request.
+	Timeouts listener.Timeouts
 }
 
 // WithDefaults returns c with defaults filled in.

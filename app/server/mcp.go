@@ -22,7 +22,7 @@ func (s *Server) newMCP(issuer *workload.Issuer, people *oidc.Handler, bus *even
 	}
 	svc, err := mcp.New(mcp.Config{
 		Store: s.cfg.Store, Authn: auth.NewAuthenticator(s.cfg.Store, s.cfg.Now, verifiers...), Authz: s.authz,
-		Applier: s.pipeline, Bus: bus, Logger: s.cfg.Logger, Now: s.cfg.Now,
+		Applier: s.pipeline, Bus: bus, Logger: s.cfg.Logger, Now: s.cfg.Now, Timeouts: s.cfg.Timeouts,
 	})
 	if err != nil {
 		return fmt.Errorf("MCP gateway: %w", err)
@@ -34,18 +34,35 @@ func (s *Server) newMCP(issuer *workload.Issuer, people *oidc.Handler, bus *even
 // MCP returns the MCP gateway, nil when it is off.
 func (s *Server) MCP() *mcp.Service { return s.mcp }
 
-// listenMCP opens the MCP gateway's listener.
-func (s *Server) listenMCP(ctx context.Context, tlsCfg *tls.Config) error {
-	ln, err := net.Listen("tcp", s.cfg.MCPAddr)
+// ServiceMCP names the MCP gateway in a BindError.
+const ServiceMCP = "MCP gateway"
+
+// BindMCP binds the MCP gateway's listener on addr. A failure is a
+// *BindError.
+func (ls *Listeners) BindMCP(addr string) error {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", s.cfg.MCPAddr, err)
+		return &BindError{Service: ServiceMCP, Addr: addr, Err: err}
+	}
+	ls.MCP = ln
+	return nil
+}
+
+// useMCPListener makes ln (over TLS when configured) the MCP gateway's
+// listener; without an MCP gateway it is closed.
+func (s *Server) useMCPListener(ctx context.Context, ln net.Listener, tlsCfg *tls.Config) {
+	if ln == nil {
+		return
+	}
+	if s.mcp == nil {
+		_ = ln.Close()
+		return
 	}
 	if tlsCfg != nil {
 		ln = tls.NewListener(ln, tlsCfg)
 	}
 	s.log.InfoContext(ctx, "MCP gateway listening", "addr", ln.Addr().String(), "tls", tlsCfg != nil)
 	s.mcpLn = ln
-	return nil
 }
 
 // serveMCP serves the MCP gateway on its listener, when there is one, and
