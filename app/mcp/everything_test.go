@@ -3,10 +3,12 @@ package mcp_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -123,4 +125,39 @@ spec:
 
 	cs := e.connect(bot, nil)
 	require.Contains(t, toolNames(t, cs), "everything.echo")
+}
+
+// TestTypeScriptClient connects the official TypeScript SDK's client to
+// the per-agent endpoint /mcp: it lists the agent's tools and calls one.
+func TestTypeScriptClient(t *testing.T) {
+	t.Parallel()
+	bin := os.Getenv(EnvServerEverything)
+	if bin == "" {
+		t.Skip("the npm @modelcontextprotocol/sdk comes with server-everything: set " + EnvServerEverything)
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node is not installed")
+	}
+	// node_modules/.bin/mcp-server-everything → node_modules/@modelcontextprotocol/sdk
+	sdkDir := filepath.Join(filepath.Dir(filepath.Dir(bin)), "@modelcontextprotocol", "sdk")
+	if _, err := os.Stat(filepath.Join(sdkDir, "package.json")); err != nil {
+		t.Skip("no @modelcontextprotocol/sdk next to " + bin)
+	}
+	e := newEnv(t, backends()["sqlite"](t))
+	e.discover()
+	out, err := exec.Command("node", "testdata/ts-client.mjs", sdkDir, e.mcpURL+"/mcp", e.token(server.LocalTenant, "bot"),
+		"fake.echo", `{"text":"from typescript"}`).CombinedOutput()
+	require.NoError(t, err, string(out))
+	var got struct {
+		Tools  []string `json:"tools"`
+		Result struct {
+			Content []map[string]any `json:"content"`
+			IsError bool             `json:"isError"`
+		} `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal(out, &got), string(out))
+	require.Equal(t, []string{"fake.delete_all", "fake.echo", "fake.fail", "fake.picture"}, got.Tools)
+	require.False(t, got.Result.IsError)
+	require.Equal(t, "from typescript", got.Result.Content[0]["text"])
+	require.EqualValues(t, 1, e.fake.calls.Load())
 }
