@@ -155,8 +155,8 @@ func (s *Service) writeStatus(ctx context.Context, tenant string, key resource.K
 	}
 }
 
-// discoverPeriodically discovers every MCPServer of every tenant each
-// DiscoverEvery, so that drift is found without anyone asking.
+// discoverPeriodically runs DiscoverAll each DiscoverEvery (a process
+// without the cluster's discover-mcp job).
 func (s *Service) discoverPeriodically(ctx context.Context) {
 	t := time.NewTicker(s.cfg.DiscoverEvery)
 	defer t.Stop()
@@ -168,30 +168,40 @@ func (s *Service) discoverPeriodically(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		tenants, err := s.st.TenantList(ctx)
+		if err := s.DiscoverAll(ctx); err != nil && ctx.Err() == nil {
+			s.log.WarnContext(ctx, "periodic MCP discovery", "err", err)
+		}
+	}
+}
+
+// DiscoverAll discovers every MCPServer of every tenant, so that drift is
+// found without anyone asking. A server that cannot be reached records
+// status.error; the errors returned are those of the store.
+func (s *Service) DiscoverAll(ctx context.Context) error {
+	tenants, err := s.st.TenantList(ctx)
+	if err != nil {
+		return fmt.Errorf("mcp: list tenants: %w", err)
+	}
+	var errs []error
+	for _, tn := range tenants {
+		p := auth.SystemPrincipal(tn.ID)
+		var all []*resource.Object
+		err := s.st.View(ctx, tn.ID, func(ctx context.Context, r store.Reader) error {
+			var err error
+			all, err = store.ListAll(ctx, r, resource.KindMCPServer, nil)
+			return err
+		})
 		if err != nil {
-			s.log.WarnContext(ctx, "periodic MCP discovery: list tenants", "err", err)
+			errs = append(errs, fmt.Errorf("tenant %s: %w", tn.ID, err))
 			continue
 		}
-		for _, tn := range tenants {
-			p := auth.SystemPrincipal(tn.ID)
-			var all []*resource.Object
-			err := s.st.View(ctx, tn.ID, func(ctx context.Context, r store.Reader) error {
-				var err error
-				all, err = store.ListAll(ctx, r, resource.KindMCPServer, nil)
-				return err
-			})
-			if err != nil {
-				s.log.WarnContext(ctx, "periodic MCP discovery: list servers", "tenant", tn.ID, "err", err)
-				continue
-			}
-			for _, o := range all {
-				if _, err := s.discoverOne(ctx, p, o.Metadata.Namespace, o.Metadata.Name); err != nil && ctx.Err() == nil {
-					s.log.WarnContext(ctx, "periodic MCP discovery", "tenant", tn.ID, "server", o.Key().String(), "err", err)
-				}
+		for _, o := range all {
+			if _, err := s.discoverOne(ctx, p, o.Metadata.Namespace, o.Metadata.Name); err != nil && ctx.Err() == nil {
+				errs = append(errs, fmt.Errorf("tenant %s: %s: %w", tn.ID, o.Key().String(), err))
 			}
 		}
 	}
+	return errors.Join(errs...)
 }
 
 func (s *Service) handlePin(w http.ResponseWriter, r *http.Request) {

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
+	"time"
 
 	"github.com/warden-dev/warden/app/auth"
 	"github.com/warden-dev/warden/app/events"
@@ -20,8 +21,13 @@ func (s *Server) newMCP(issuer *workload.Issuer, people *oidc.Handler, bus *even
 	if people != nil {
 		verifiers = append(verifiers, people.Verifier())
 	}
+	every := time.Duration(0) // the service's own ticker
+	if s.cfg.Cluster != nil {
+		every = -1 // the cluster's discover-mcp job (DiscoverMCP)
+	}
 	svc, err := mcp.New(mcp.Config{
-		Store: s.cfg.Store, Authn: auth.NewAuthenticator(s.cfg.Store, s.cfg.Now, verifiers...), Authz: s.authz,
+		DiscoverEvery: every,
+		Store:         s.cfg.Store, Authn: auth.NewAuthenticator(s.cfg.Store, s.cfg.Now, verifiers...), Authz: s.authz,
 		Applier: s.pipeline, Bus: bus, Logger: s.cfg.Logger, Now: s.cfg.Now, Timeouts: s.cfg.Timeouts,
 	})
 	if err != nil {
@@ -29,6 +35,16 @@ func (s *Server) newMCP(issuer *workload.Issuer, people *oidc.Handler, bus *even
 	}
 	s.mcp = svc
 	return nil
+}
+
+// DiscoverMCP discovers every MCPServer of every tenant: the
+// once-per-cluster discover-mcp job's work, on a replica with an MCP
+// gateway (elsewhere it does nothing).
+func (s *Server) DiscoverMCP(ctx context.Context) error {
+	if s.mcp == nil {
+		return nil
+	}
+	return s.mcp.DiscoverAll(ctx)
 }
 
 // MCP returns the MCP gateway, nil when it is off.
