@@ -49,7 +49,10 @@ type agentServers struct {
 
 // agentServer is one agent's MCP server and the tools it lists.
 type agentServer struct {
-	p     auth.Principal
+	p auth.Principal
+	// born is when the server was built: a new one may be about to get
+	// its first session, so it is not dropped as idle.
+	born  time.Time
 	srv   *sdk.Server
 	mu    sync.Mutex
 	tools map[string]string // name → JSON of the listed definition
@@ -100,7 +103,7 @@ func (a *agentServers) serverFor(r *http.Request) *sdk.Server {
 	a.mu.Lock()
 	as, ok := a.servers[key]
 	if !ok {
-		as = &agentServer{p: p, tools: map[string]string{},
+		as = &agentServer{p: p, born: time.Now(), tools: map[string]string{},
 			srv: sdk.NewServer(&sdk.Implementation{Name: "warden", Title: "Warden MCP gateway", Version: Version}, &sdk.ServerOptions{
 				Instructions: "Tools of agent " + p.Agent + ", governed by Warden: calls may be denied by policy or wait for human approval.",
 				Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: true}},
@@ -164,10 +167,22 @@ func (a *agentServers) sync(ctx context.Context, as *agentServer) error {
 func (a *agentServers) invalidate(tenant string) {
 	a.mu.Lock()
 	var mine []*agentServer
-	for _, as := range a.servers {
-		if as.p.Tenant == tenant {
-			mine = append(mine, as)
+	for key, as := range a.servers {
+		if as.p.Tenant != tenant {
+			continue
 		}
+		// A server without sessions is dropped rather than kept current;
+		// the agent's next session builds it again.
+		idle := time.Since(as.born) > time.Minute
+		for range as.srv.Sessions() {
+			idle = false
+			break
+		}
+		if idle {
+			delete(a.servers, key)
+			continue
+		}
+		mine = append(mine, as)
 	}
 	a.mu.Unlock()
 	if len(mine) == 0 || a.s.gw == nil {

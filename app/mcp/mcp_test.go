@@ -227,6 +227,8 @@ func TestIsolation(t *testing.T) {
 			}
 			require.Zero(t, e.fake.calls.Load())
 			require.Nil(t, e.status().Quarantine)
+			// B's agent of the same name lists none of these tools on /mcp.
+			require.Empty(t, toolNames(t, e.connect(bAgent, nil)))
 			// B's discovery of everything lists nothing of this tenant.
 			r := do(t, http.MethodPost, e.mcpURL+"/v1/mcp/discover?namespace=default", bKey, nil)
 			require.Equal(t, http.StatusOK, r.status, string(r.raw))
