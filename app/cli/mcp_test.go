@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/warden-dev/warden/app/resource"
 )
 
 func TestMCPCommands(t *testing.T) {
@@ -67,4 +69,18 @@ func TestMCPCommands(t *testing.T) {
 	require.Equal(t, "POST /v1/mcp/discover?namespace=default Bearer "+testToken+" {}", seen[0])
 	require.Equal(t, "POST /v1/mcp/fake/quarantine?namespace=default Bearer "+testToken+` {"reason":"looks odd"}`, seen[1])
 	require.True(t, strings.HasPrefix(seen[3], "POST /v1/mcp/fake/pin?namespace=default "))
+}
+
+func TestGetMCPServersColumns(t *testing.T) {
+	t.Parallel()
+	o := obj(resource.KindMCPServer, "default", "docs", map[string]any{"url": "http://x/mcp", "pinnedVersion": "1.0.0@sha256:abcdef0123456789abcdef"}, nil)
+	o.Status = map[string]any{"server": map[string]any{"name": "docs", "version": "1.1.0"},
+		"tools": []any{map[string]any{"name": "search"}},
+		"drift": map[string]any{"version": "1.1.0"}, "quarantine": map[string]any{"reason": "drift from the pin: version"}}
+	fx := setup(t, o)
+	r := fx.run(t, nil, "", "get", "mcpservers")
+	require.Equal(t, 0, r.code, r.stderr)
+	for _, want := range []string{"VERSION", "PIN", "DRIFT", "QUARANTINE", "TOOLS", "1.1.0", "1.0.0@abcdef012345", "version 1.1.0", "yes: drift from the pin: version"} {
+		require.Contains(t, r.stdout, want)
+	}
 }
