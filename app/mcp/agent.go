@@ -63,8 +63,28 @@ func newAgentServers(s *Service) *agentServers {
 	stream := sdk.NewStreamableHTTPHandler(a.serverFor, &sdk.StreamableHTTPOptions{
 		Logger: s.log, SessionTimeout: 30 * time.Minute, MaxRequestBodyBytes: s.cfg.MaxBodyBytes,
 	})
-	a.h = sdkauth.RequireBearerToken(a.verify, &sdkauth.RequireBearerTokenOptions{AllowMissingExpiration: true})(stream)
+	withToken := sdkauth.RequireBearerToken(a.verify, &sdkauth.RequireBearerTokenOptions{AllowMissingExpiration: true})(stream)
+	// A refused credential gets the gateway's error body and challenge;
+	// the SDK's middleware then finds the verified token in the cache.
+	a.h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || token == "" {
+			a.refuse(w, "send Authorization: Bearer <the agent's workload token for audience warden:mcp-gateway>")
+			return
+		}
+		if _, err := a.verify(r.Context(), token, r); err != nil {
+			a.refuse(w, strings.TrimPrefix(err.Error(), sdkauth.ErrInvalidToken.Error()+": "))
+			return
+		}
+		withToken.ServeHTTP(w, r)
+	})
 	return a
+}
+
+// refuse answers 401 with the error body and a Bearer challenge.
+func (a *agentServers) refuse(w http.ResponseWriter, why string) {
+	w.Header().Set("WWW-Authenticate", `Bearer realm="warden-mcp-gateway"`)
+	writeError(w, apierr.New(apierr.CodeUnauthenticated, "a valid agent credential is required: %s", why))
 }
 
 func (a *agentServers) handler() http.Handler { return a.h }

@@ -28,8 +28,9 @@ func TestHTTPScenarios(t *testing.T) {
 		{"unknown server", http.MethodPost, "/v1/mcp/nope/quarantine", e.admin, nil, http.StatusNotFound, "NotFound"},
 		{"bad body", http.MethodPost, "/v1/mcp/discover", e.admin, "[1]", http.StatusBadRequest, "InvalidRequest"},
 		{"unknown path", http.MethodGet, "/v1/mcp/nothing", e.admin, nil, http.StatusNotFound, "NotFound"},
-		{"/mcp without a token", http.MethodPost, "/mcp", "", map[string]any{}, http.StatusUnauthorized, ""},
-		{"/mcp with an operator key", http.MethodPost, "/mcp", e.admin, map[string]any{}, http.StatusUnauthorized, ""},
+		{"/mcp without a token", http.MethodPost, "/mcp", "", map[string]any{}, http.StatusUnauthorized, "Unauthenticated"},
+		{"/mcp with an operator key", http.MethodPost, "/mcp", e.admin, map[string]any{}, http.StatusUnauthorized, "Unauthenticated"},
+		{"/mcp with a forged token", http.MethodPost, "/mcp", "eyJhbGciOiJFZERTQSJ9.eyJleHAiOjk5OTk5OTk5OTl9.c2ln", map[string]any{}, http.StatusUnauthorized, "Unauthenticated"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := do(t, tt.method, e.mcpURL+tt.path, tt.token, tt.body)
