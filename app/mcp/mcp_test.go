@@ -251,3 +251,39 @@ func TestDiscoverAll(t *testing.T) {
 	require.NotNil(t, st.Quarantine)
 	require.Contains(t, st.Quarantine.Reason, "tool echo changed")
 }
+
+// TestDeclaredTool: a Tool record of source mcp takes the place of the
+// discovered tool, with the operator's class, and an agent that lists it
+// may call it without naming the server.
+func TestDeclaredTool(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, backends()["sqlite"](t))
+	e.apply(`apiVersion: warden.dev/v1alpha1
+kind: Tool
+metadata: {name: docs.echo}
+spec:
+  source: mcp
+  sideEffect: external_write
+  mcp: {server: fake, tool: echo}
+---
+apiVersion: warden.dev/v1alpha1
+kind: Agent
+metadata: {name: other}
+spec:
+  framework: {adapter: openai-agents, version: 0.4.2}
+  modelRoute: {primary: m1}
+  tools: [{name: docs.echo}]
+`)
+	e.discover()
+	for _, agent := range []string{"other", "bot"} {
+		r := do(t, http.MethodPost, e.mcpURL+"/v1/mcp/fake/call", e.token(server.LocalTenant, agent), rpc("echo", map[string]any{"text": agent}))
+		require.Equal(t, http.StatusOK, r.status, "%s: %s", agent, r.raw)
+		rec := e.toolCall(r.header.Get("Warden-Tool-Call"))
+		require.Equal(t, "docs.echo", rec.Spec["toolRef"].(map[string]any)["name"], agent)
+		require.Equal(t, resource.SideEffectExternalWrite, rec.Spec["sideEffects"].(map[string]any)["level"], agent)
+	}
+	// other may not call the server's other tools.
+	r := do(t, http.MethodPost, e.mcpURL+"/v1/mcp/fake/call", e.token(server.LocalTenant, "other"), rpc("picture", map[string]any{}))
+	require.Equal(t, http.StatusForbidden, r.status, string(r.raw))
+	require.EqualValues(t, 2, e.fake.calls.Load())
+}
