@@ -40,7 +40,12 @@ func (c *catalog) loadMCP(s *snapshot, servers []*resource.Object) {
 			dt := &st.Tools[i]
 			key := mcpKey{ns, o.Metadata.Name, dt.Name}
 			if te, ok := s.mcpTools[key]; ok {
-				te.mcp = dt
+				// The declared entry is shared with other snapshots
+				// (catalog.schemas): this one gets a copy.
+				cp := *te
+				cp.mcp = dt
+				s.tools[nsName{ns, cp.name}] = &cp
+				s.mcpTools[key] = &cp
 				continue
 			}
 			name := resource.MCPToolName(o.Metadata.Name, dt.Name)
