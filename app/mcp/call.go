@@ -151,6 +151,16 @@ func blobsFrom(ctx context.Context) *blobs {
 	return b
 }
 
+// empty reports whether b holds no data to put back.
+func (b *blobs) empty() bool {
+	if b == nil {
+		return true
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.m) == 0
+}
+
 func (b *blobs) put(hash, data string) {
 	if b == nil {
 		return

@@ -86,6 +86,23 @@ func (s *Service) govern(ctx context.Context, p auth.Principal, req gateway.Call
 // fetched them), any other output (REST and OS tools, a truncated result)
 // as JSON text plus structuredContent.
 func shapeResult(o map[string]any, b *blobs, call string) map[string]any {
+	if _, ok := o["content"].([]any); ok && b.empty() {
+		// Nothing to put back: a shallow copy with its own _meta leaves
+		// the record as it is.
+		out := make(map[string]any, len(o)+1)
+		for k, v := range o {
+			out[k] = v
+		}
+		meta := map[string]any{}
+		if m, ok := o["_meta"].(map[string]any); ok {
+			for k, v := range m {
+				meta[k] = v
+			}
+		}
+		meta[MetaToolCall] = call
+		out["_meta"] = meta
+		return out
+	}
 	var out map[string]any
 	raw, err := json.Marshal(o)
 	if err == nil {
