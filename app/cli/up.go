@@ -22,7 +22,6 @@ import (
 
 	"github.com/warden-dev/warden/app/agbom"
 	"github.com/warden-dev/warden/app/clientconfig"
-	"github.com/warden-dev/warden/app/compile"
 	"github.com/warden-dev/warden/app/gateway"
 	"github.com/warden-dev/warden/app/oidc"
 	"github.com/warden-dev/warden/app/sandbox"
@@ -357,6 +356,10 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 	}
 	approvals.SetQueue(queue)
 	agboms.SetQueue(queue)
+	compileOpts := manifestURLs(scheme, listenHost, publicURL, gatewayURL)
+	if mcpURL != "" {
+		compileOpts.MCPGatewayURL = mcpURL
+	}
 	srv, err := server.New(server.Config{
 		Queue:          approvals,
 		AgBOMQueue:     agbomQueue(agboms, gatewayPort),
@@ -366,13 +369,14 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		Logger:         logger,
 		ControlAddr:    net.JoinHostPort(listenHost, controlPort),
 		GatewayAddr:    gatewayAddr,
-		Compile:        compile.Options{ToolGatewayURL: gatewayURL, MCPGatewayURL: mcpURL},
+		Compile:        compileOpts,
 		MCPAddr:        mcpAddr,
 		TLSCertFile:    tlsOpts.cert,
 		TLSKeyFile:     tlsOpts.key,
 		Keyring:        keyring,
 		PublicURL:      publicURL,
 		OIDC:           oidcCfg,
+		LocalSignIn:    oidcCfg == nil,
 		Signup:         people.signup,
 		SignupLimit:    oidc.RateLimit{Attempts: people.signupsPerHour, Window: time.Hour},
 		ChangeHistory:  changeHistory,
@@ -415,7 +419,7 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 	if oidcCfg != nil {
 		fmt.Fprintf(w, "  console sign-in          %s (redirect URL %s)\n", people.issuer, oidcCfg.RedirectURL)
 	} else {
-		fmt.Fprintf(w, "  console sign-in          none (local mode: use the CLI and API keys; --oidc-issuer enables it)\n")
+		fmt.Fprintf(w, "  console sign-in          %s\n", localSignIn(ctx, srv, controlURL, logger))
 	}
 	if sandboxErr != nil {
 		fmt.Fprintf(w, "  OS tool sandbox          unavailable (%v)\n", sandboxErr)

@@ -14,6 +14,7 @@ import (
 	"github.com/warden-dev/warden/app/apierr"
 	"github.com/warden-dev/warden/app/audit"
 	"github.com/warden-dev/warden/app/auth"
+	"github.com/warden-dev/warden/app/authz"
 	"github.com/warden-dev/warden/app/jcs"
 	"github.com/warden-dev/warden/app/resource"
 	"github.com/warden-dev/warden/app/scan"
@@ -103,7 +104,7 @@ func (s *Service) discoverOne(ctx context.Context, p auth.Principal, ns, name st
 		quarantined = s.merge(st, cur, found, now)
 		if quarantined != nil {
 			_, err := tx.AuditInsert(ctx, audit.Record{Time: now, Tenant: p.Tenant, Actor: systemActor, Verb: "mcpservers/quarantine",
-				Namespace: ns, Resource: "MCPServer/" + name, Outcome: audit.OutcomeAllowed, Policy: "system", Reason: quarantined.Reason})
+				Namespace: ns, Resource: "MCPServer/" + name, Outcome: audit.OutcomeAllowed, Policy: authz.PolicySystem, Reason: quarantined.Reason})
 			return err
 		}
 		return nil

@@ -14,6 +14,7 @@ import (
 	"github.com/warden-dev/warden/app/apierr"
 	"github.com/warden-dev/warden/app/audit"
 	"github.com/warden-dev/warden/app/auth"
+	"github.com/warden-dev/warden/app/authz"
 	"github.com/warden-dev/warden/app/gateway"
 	"github.com/warden-dev/warden/app/listener"
 	"github.com/warden-dev/warden/app/resource"
@@ -208,12 +209,13 @@ func (s *Service) handleDiscover(w http.ResponseWriter, r *http.Request) {
 		req.Server = r.URL.Query().Get("server")
 	}
 	ns := namespace(p, r)
-	items, err := s.Discover(r.Context(), p, ns, req.Server)
+	ctx := authz.EnsureTrail(r.Context())
+	items, err := s.Discover(ctx, p, ns, req.Server)
 	target := "MCPServer/*"
 	if req.Server != "" {
 		target = "MCPServer/" + req.Server
 	}
-	s.audit(r.Context(), p, "mcpservers/discover", ns, target, "", err)
+	s.audit(ctx, p, "mcpservers/discover", ns, target, "", err)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -224,7 +226,7 @@ func (s *Service) handleDiscover(w http.ResponseWriter, r *http.Request) {
 // audit records an operator's call.
 func (s *Service) audit(ctx context.Context, p auth.Principal, verb, ns, res, reason string, callErr error) {
 	rec := audit.Record{Time: s.now().UTC(), Tenant: p.Tenant, Actor: p.Subject, Verb: verb, Namespace: ns,
-		Resource: res, Outcome: audit.OutcomeAllowed, Policy: p.EffectivePolicy(), Reason: reason}
+		Resource: res, Outcome: audit.OutcomeAllowed, Policy: authz.EffectivePolicy(ctx, p), Reason: reason}
 	if callErr != nil {
 		rec.Outcome = audit.OutcomeFailed
 		if e, ok := apierr.As(callErr); ok {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/warden-dev/warden/app/apierr"
 	"github.com/warden-dev/warden/app/auth"
+	"github.com/warden-dev/warden/app/authz"
 	"github.com/warden-dev/warden/app/resource"
 	"github.com/warden-dev/warden/app/store"
 )
@@ -248,8 +249,9 @@ func (s *Service) serverAction(w http.ResponseWriter, r *http.Request, verb stri
 		}
 	}
 	ns, name := namespace(p, r), r.PathValue("server")
-	obj, err := fn(r.Context(), p, ns, name, b)
-	s.audit(r.Context(), p, verb, ns, "MCPServer/"+name, b.Reason, err)
+	ctx := authz.EnsureTrail(r.Context())
+	obj, err := fn(ctx, p, ns, name, b)
+	s.audit(ctx, p, verb, ns, "MCPServer/"+name, b.Reason, err)
 	if err != nil {
 		s.fail(w, r, err)
 		return
