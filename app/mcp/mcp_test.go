@@ -186,6 +186,10 @@ func TestQuarantineByHand(t *testing.T) {
 	r := do(t, http.MethodPost, e.mcpURL+"/v1/mcp/fake/quarantine", e.admin, map[string]any{"reason": "suspicious traffic"})
 	require.Equal(t, http.StatusOK, r.status, string(r.raw))
 	require.Equal(t, "suspicious traffic", e.status().Quarantine.Reason)
+	// The manifest of the agent that uses the server says so; the other's
+	// does not.
+	require.Equal(t, map[string]any{"fake": "suspicious traffic"}, e.manifestStatus("bot-g1")["quarantinedMCPServers"])
+	require.Nil(t, e.manifestStatus("other-g1")["quarantinedMCPServers"])
 	bot := e.token(server.LocalTenant, "bot")
 	r = do(t, http.MethodPost, e.mcpURL+"/v1/mcp/call", bot, rpc("fake.echo", map[string]any{"text": "x"}))
 	require.Equal(t, http.StatusLocked, r.status, string(r.raw))
@@ -193,8 +197,21 @@ func TestQuarantineByHand(t *testing.T) {
 	require.Zero(t, e.fake.calls.Load())
 	r = do(t, http.MethodPost, e.mcpURL+"/v1/mcp/fake/unquarantine", e.admin, nil)
 	require.Equal(t, http.StatusOK, r.status, string(r.raw))
+	require.Nil(t, e.manifestStatus("bot-g1")["quarantinedMCPServers"])
 	r = do(t, http.MethodPost, e.mcpURL+"/v1/mcp/call", bot, rpc("fake.echo", map[string]any{"text": "x"}))
 	require.Equal(t, http.StatusOK, r.status, string(r.raw))
+}
+
+// manifestStatus reads a compiled manifest's status.
+func (e *env) manifestStatus(name string) map[string]any {
+	e.t.Helper()
+	var obj *resource.Object
+	require.NoError(e.t, e.st.View(context.Background(), server.LocalTenant, func(ctx context.Context, r store.Reader) error {
+		var err error
+		obj, err = r.ResourceGet(ctx, resource.Key{Kind: resource.KindCompiledAgentManifest, Namespace: "default", Name: name})
+		return err
+	}))
+	return obj.Status
 }
 
 // TestIsolation: another tenant's key and agent see nothing of this

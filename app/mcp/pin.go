@@ -139,6 +139,7 @@ func (s *Service) writeStatus(ctx context.Context, tenant string, key resource.K
 			if err != nil {
 				st = resource.MCPServerStatus{}
 			}
+			before := quarantineText(st.Quarantine)
 			if err := fn(ctx, tx, cur, &st); err != nil {
 				return err
 			}
@@ -146,14 +147,80 @@ func (s *Service) writeStatus(ctx context.Context, tenant string, key resource.K
 			if err != nil {
 				return err
 			}
-			*out, err = tx.ResourceUpdateStatus(ctx, key, m, cur.Metadata.ResourceVersion)
-			return err
+			if *out, err = tx.ResourceUpdateStatus(ctx, key, m, cur.Metadata.ResourceVersion); err != nil {
+				return err
+			}
+			if after := quarantineText(st.Quarantine); after != before {
+				return markManifests(ctx, tx, key.Namespace, key.Name, after)
+			}
+			return nil
 		})
 		if errors.Is(err, store.ErrConflict) && attempt < 10 && ctx.Err() == nil {
 			continue
 		}
 		return err
 	}
+}
+
+func quarantineText(q *resource.MCPQuarantine) string {
+	if q == nil {
+		return ""
+	}
+	return q.Reason
+}
+
+// StatusQuarantinedMCPServers is the status field of a
+// CompiledAgentManifest that names the quarantined MCP servers it uses,
+// with the reasons: the manifest says so as soon as the quarantine is set
+// or lifted.
+const StatusQuarantinedMCPServers = "quarantinedMCPServers"
+
+// markManifests records (reason non-empty) or clears a server's quarantine
+// in the status of the namespace's compiled manifests that use it.
+func markManifests(ctx context.Context, tx store.Tx, ns, server, reason string) error {
+	manifests, err := store.ListAll(ctx, tx, resource.KindCompiledAgentManifest, nil)
+	if err != nil {
+		return err
+	}
+	for _, m := range manifests {
+		if m.Metadata.Namespace != ns || !usesServer(m, server) {
+			continue
+		}
+		st := maps.Clone(m.Status)
+		if st == nil {
+			st = map[string]any{}
+		}
+		q, _ := st[StatusQuarantinedMCPServers].(map[string]any)
+		q = maps.Clone(q)
+		if q == nil {
+			q = map[string]any{}
+		}
+		if reason == "" {
+			delete(q, server)
+		} else {
+			q[server] = reason
+		}
+		if len(q) == 0 {
+			delete(st, StatusQuarantinedMCPServers)
+		} else {
+			st[StatusQuarantinedMCPServers] = q
+		}
+		if _, err := tx.ResourceUpdateStatus(ctx, m.Key(), st, ""); err != nil {
+			return fmt.Errorf("mark manifest %s: %w", m.Metadata.Name, err)
+		}
+	}
+	return nil
+}
+
+// usesServer reports whether a compiled manifest lists an MCP server.
+func usesServer(m *resource.Object, server string) bool {
+	list, _ := m.Spec["mcpServers"].([]any)
+	for _, it := range list {
+		if e, ok := it.(map[string]any); ok && e["name"] == server {
+			return true
+		}
+	}
+	return false
 }
 
 // discoverPeriodically runs DiscoverAll each DiscoverEvery (a process
