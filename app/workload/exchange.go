@@ -83,7 +83,7 @@ type ExchangeDeps struct {
 	HTTPClient *http.Client
 	// Audiences are the audiences a token may be issued for; nil means
 	// AudienceToolGateway, AudienceControlPlane, AudienceModelRouter and
-	// AudienceTrace.
+	// AudienceMCPGateway and AudienceTrace.
 	Audiences []string
 	Now       func() time.Time
 	Logger    *slog.Logger
@@ -104,7 +104,7 @@ func NewTokenExchange(d ExchangeDeps) (*TokenExchange, error) {
 		d.HTTPClient = &http.Client{Timeout: 10 * time.Second}
 	}
 	if d.Audiences == nil {
-		d.Audiences = []string{AudienceToolGateway, AudienceControlPlane, AudienceModelRouter, AudienceTrace}
+		d.Audiences = []string{AudienceToolGateway, AudienceControlPlane, AudienceModelRouter, AudienceMCPGateway, AudienceTrace}
 	}
 	if d.Now == nil {
 		d.Now = time.Now
