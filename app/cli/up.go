@@ -43,6 +43,7 @@ const defaultGatewayPort = 8081
 func newUpCmd(a *app) *cobra.Command {
 	var dataDir, storeURL, listenHost string
 	var port, gatewayPort, changeHistory int
+	var mem memoryOptions
 	var tlsOpts tlsOptions
 	var people peopleOptions
 	cmd := &cobra.Command{
@@ -66,6 +67,9 @@ tokens. Register <public URL>/auth/callback as the redirect URL there.`,
 			}
 			if gatewayPort < 0 || gatewayPort > 65535 || gatewayPort == port {
 				return usagef("--gateway-port %d is not a TCP port (1-65535, 0 for no gateway) other than --port", gatewayPort)
+			}
+			if mem.port < 0 || mem.port > 65535 || mem.port == port || (mem.port != 0 && mem.port == gatewayPort) {
+				return usagef("--memory-port %d is not a TCP port (1-65535, 0 for no memory service) other than --port and --gateway-port", mem.port)
 			}
 			if (tlsOpts.cert == "") != (tlsOpts.key == "") {
 				return usagef("--tls-cert and --tls-key go together")
@@ -91,7 +95,7 @@ tokens. Register <public URL>/auth/callback as the redirect URL there.`,
 					return usagef("--public-url %q must be an absolute http(s) URL", people.publicURL)
 				}
 			}
-			return a.up(cmd.Context(), dataDir, storeURL, listenHost, port, gatewayPort, changeHistory, tlsOpts, people)
+			return a.up(cmd.Context(), dataDir, storeURL, listenHost, port, gatewayPort, changeHistory, tlsOpts, people, mem)
 		},
 	}
 	f := cmd.Flags()
@@ -100,6 +104,7 @@ tokens. Register <public URL>/auth/callback as the redirect URL there.`,
 	f.StringVar(&listenHost, "listen-host", "127.0.0.1", "address the listeners bind to; 0.0.0.0 exposes Warden to the network")
 	f.IntVar(&port, "port", defaultControlPort, "port of the control plane API")
 	f.IntVar(&gatewayPort, "gateway-port", defaultGatewayPort, "port of the tool gateway (0: no gateway)")
+	f.IntVar(&mem.port, "memory-port", defaultMemoryPort, "port of the memory service (0: no memory service)")
 	f.IntVar(&changeHistory, "change-history", server.DefaultChangeHistory, "change-log entries each tenant keeps for watchers that resume (-1: all)")
 	f.StringVar(&tlsOpts.cert, "tls-cert", "", "PEM certificate (chain) to serve every listener over TLS")
 	f.StringVar(&tlsOpts.key, "tls-key", "", "PEM private key of --tls-cert")
@@ -198,12 +203,21 @@ type tlsOptions struct {
 	allowPlaintext bool
 }
 
-func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port, gatewayPort, changeHistory int, tlsOpts tlsOptions, people peopleOptions) error {
+func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port, gatewayPort, changeHistory int, tlsOpts tlsOptions, people peopleOptions, mem memoryOptions) error {
 	listeners, err := bindListeners(listenHost, port, gatewayPort)
 	if err != nil {
 		return err
 	}
 	defer listeners.Close()
+	memLn, err := bindMemory(listenHost, mem.port)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if memLn != nil {
+			_ = memLn.Close()
+		}
+	}()
 	// A certificate pair that does not load fails now, before first-start
 	// setup, like a busy port.
 	if _, err := (server.Config{TLSCertFile: tlsOpts.cert, TLSKeyFile: tlsOpts.key}).TLSConfig(); err != nil {
@@ -397,8 +411,22 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 	if tracer != nil {
 		fmt.Fprintf(w, "  traces (OTLP/HTTP)       %s\n", traceEndpoint)
 	}
+	if memLn != nil {
+		fmt.Fprintf(w, "  memory                   %s\n", scheme+"://"+net.JoinHostPort(clientHost(listenHost), strconv.Itoa(mem.port)))
+	}
 	fmt.Fprintf(w, "Press Ctrl-C to stop.\n")
+	memTLS, err := (server.Config{TLSCertFile: tlsOpts.cert, TLSKeyFile: tlsOpts.key}).TLSConfig()
+	if err != nil {
+		return err
+	}
+	stopMemory, err := serveMemory(ctx, memLn, srv, st, manifestURLs(scheme, listenHost, publicURL, gatewayURL).ModelRouterURL,
+		memTLS, logger, a.env.Now)
+	if err != nil {
+		return err
+	}
+	memLn = nil // serveMemory owns it now
 	err = srv.ServeListeners(ctx, listeners)
+	stopMemory()
 	if ctx.Err() != nil && (err == nil || errors.Is(err, context.Canceled)) {
 		fmt.Fprintln(w, "Warden stopped.")
 		return nil

@@ -27,6 +27,7 @@ const (
 	AudienceToolGateway  = "warden:tool-gateway"
 	AudienceControlPlane = "warden:control-plane"
 	AudienceModelRouter  = "warden:model-router"
+	AudienceMemory       = "warden:memory"
 )
 
 // RoleAgent is the role of a workload principal. It is not a namespace RBAC
