@@ -189,6 +189,7 @@ func TestTTLAndCap(t *testing.T) {
 	created, _ := time.Parse(time.RFC3339Nano, body["createdAt"].(string))
 	expires, _ := time.Parse(time.RFC3339Nano, body["expiresAt"].(string))
 	require.Equal(t, time.Hour, expires.Sub(created))
+	h.clock.Advance(time.Millisecond)
 	write("short", "10m")
 	query := func() []string {
 		bot := h.token(h.tenant, "bot", workload.AudienceMemory)
