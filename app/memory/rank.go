@@ -20,6 +20,13 @@ const (
 // single digits are kept.
 func tokenize(s string) []string {
 	var out []string
+	eachToken(s, func(t string) { out = append(out, t) })
+	return out
+}
+
+// eachToken calls fn with each term of s, as tokenize splits it, without
+// collecting them: ranking reads every candidate's text once per query.
+func eachToken(s string, fn func(string)) {
 	start := -1
 	flush := func(end int) {
 		if start < 0 {
@@ -30,7 +37,7 @@ func tokenize(s string) []string {
 		if len(w) == 1 && !unicode.IsDigit(rune(w[0])) {
 			return
 		}
-		out = append(out, strings.ToLower(w))
+		fn(strings.ToLower(w))
 	}
 	for i, r := range s {
 		if unicode.IsLetter(r) || unicode.IsDigit(r) {
@@ -42,7 +49,6 @@ func tokenize(s string) []string {
 		flush(i)
 	}
 	flush(len(s))
-	return out
 }
 
 // scored is an item with its relevance.
@@ -74,9 +80,9 @@ func rank(items []store.MemoryItem, query string, limit int) []scored {
 	df := make([]int, len(terms))
 	total := 0
 	for i, it := range items {
-		toks := tokenize(it.Text)
-		d := doc{length: len(toks)}
-		for _, tok := range toks {
+		d := &docs[i]
+		eachToken(it.Text, func(tok string) {
+			d.length++
 			if j, ok := want[tok]; ok {
 				if d.tf == nil {
 					d.tf = make([]int, len(terms))
@@ -86,9 +92,8 @@ func rank(items []store.MemoryItem, query string, limit int) []scored {
 				}
 				d.tf[j]++
 			}
-		}
+		})
 		total += d.length
-		docs[i] = d
 	}
 	n := float64(len(items))
 	avg := float64(total) / n
