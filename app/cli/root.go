@@ -17,6 +17,10 @@ type app struct {
 	token     string
 	context   string
 	namespace string
+	// mcpPort is up's --mcp-port.
+	mcpPort int
+	// memoryPort is up's --memory-port.
+	memoryPort int
 }
 
 func newRootCmd(env Env) *cobra.Command {
@@ -70,6 +74,7 @@ current context of $WARDEN_HOME/config.yaml (written by 'warden up').`,
 		newMemoryCmd(a),
 		newDemoCmd(a),
 		newVersionCmd(a),
+		newMCPCmd(a),
 	)
 	return root
 }

@@ -40,9 +40,13 @@ const defaultControlPort = 8080
 // defaultGatewayPort is the tool gateway's port.
 const defaultGatewayPort = 8081
 
+// defaultMCPPort is the MCP gateway's port.
+const defaultMCPPort = 8082
+
 func newUpCmd(a *app) *cobra.Command {
 	var dataDir, storeURL, listenHost string
 	var port, gatewayPort, changeHistory int
+	var mcpPort int
 	var mem memoryOptions
 	var tlsOpts tlsOptions
 	var people peopleOptions
@@ -68,8 +72,8 @@ tokens. Register <public URL>/auth/callback as the redirect URL there.`,
 			if gatewayPort < 0 || gatewayPort > 65535 || gatewayPort == port {
 				return usagef("--gateway-port %d is not a TCP port (1-65535, 0 for no gateway) other than --port", gatewayPort)
 			}
-			if mem.port < 0 || mem.port > 65535 || mem.port == port || (mem.port != 0 && mem.port == gatewayPort) {
-				return usagef("--memory-port %d is not a TCP port (1-65535, 0 for no memory service) other than --port and --gateway-port", mem.port)
+			if mem.port < 0 || mem.port > 65535 || mem.port == port || (mem.port != 0 && (mem.port == gatewayPort || mem.port == mcpPort)) {
+				return usagef("--memory-port %d is not a TCP port (1-65535, 0 for no memory service) other than --port, --gateway-port and --mcp-port", mem.port)
 			}
 			if (tlsOpts.cert == "") != (tlsOpts.key == "") {
 				return usagef("--tls-cert and --tls-key go together")
@@ -95,7 +99,15 @@ tokens. Register <public URL>/auth/callback as the redirect URL there.`,
 					return usagef("--public-url %q must be an absolute http(s) URL", people.publicURL)
 				}
 			}
-			return a.up(cmd.Context(), dataDir, storeURL, listenHost, port, gatewayPort, changeHistory, tlsOpts, people, mem)
+			if mcpPort < 0 || mcpPort > 65535 || mcpPort != 0 && (mcpPort == port || mcpPort == gatewayPort) {
+				return usagef("--mcp-port %d is not a TCP port (1-65535, 0 for no MCP gateway) other than --port and --gateway-port", mcpPort)
+			}
+			if gatewayPort == 0 {
+				mcpPort = 0 // MCP calls are governed by the tool gateway
+			}
+			a.mcpPort = mcpPort
+			a.memoryPort = mem.port
+			return a.up(cmd.Context(), dataDir, storeURL, listenHost, port, gatewayPort, changeHistory, tlsOpts, people)
 		},
 	}
 	f := cmd.Flags()
@@ -104,6 +116,7 @@ tokens. Register <public URL>/auth/callback as the redirect URL there.`,
 	f.StringVar(&listenHost, "listen-host", "127.0.0.1", "address the listeners bind to; 0.0.0.0 exposes Warden to the network")
 	f.IntVar(&port, "port", defaultControlPort, "port of the control plane API")
 	f.IntVar(&gatewayPort, "gateway-port", defaultGatewayPort, "port of the tool gateway (0: no gateway)")
+	f.IntVar(&mcpPort, "mcp-port", defaultMCPPort, "port of the MCP gateway (0: no MCP gateway)")
 	f.IntVar(&mem.port, "memory-port", defaultMemoryPort, "port of the memory service (0: no memory service)")
 	f.IntVar(&changeHistory, "change-history", server.DefaultChangeHistory, "change-log entries each tenant keeps for watchers that resume (-1: all)")
 	f.StringVar(&tlsOpts.cert, "tls-cert", "", "PEM certificate (chain) to serve every listener over TLS")
@@ -203,13 +216,18 @@ type tlsOptions struct {
 	allowPlaintext bool
 }
 
-func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port, gatewayPort, changeHistory int, tlsOpts tlsOptions, people peopleOptions, mem memoryOptions) error {
+func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port, gatewayPort, changeHistory int, tlsOpts tlsOptions, people peopleOptions) error {
 	listeners, err := bindListeners(listenHost, port, gatewayPort)
 	if err != nil {
 		return err
 	}
 	defer listeners.Close()
-	memLn, err := bindMemory(listenHost, mem.port)
+	if a.mcpPort != 0 {
+		if err := listeners.BindMCP(net.JoinHostPort(listenHost, strconv.Itoa(a.mcpPort))); err != nil {
+			return err
+		}
+	}
+	memLn, err := bindMemory(listenHost, a.memoryPort)
 	if err != nil {
 		return err
 	}
@@ -323,6 +341,11 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		gatewayAddr = net.JoinHostPort(listenHost, strconv.Itoa(gatewayPort))
 		gatewayURL = scheme + "://" + net.JoinHostPort(clientHost(listenHost), strconv.Itoa(gatewayPort))
 	}
+	mcpAddr, mcpURL := "", ""
+	if a.mcpPort != 0 {
+		mcpAddr = net.JoinHostPort(listenHost, strconv.Itoa(a.mcpPort))
+		mcpURL = scheme + "://" + net.JoinHostPort(clientHost(listenHost), strconv.Itoa(a.mcpPort))
+	}
 
 	var osTools gateway.OSRunner
 	var sandboxErr error
@@ -348,6 +371,10 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 	}
 	approvals.SetQueue(queue)
 	agboms.SetQueue(queue)
+	compileOpts := manifestURLs(scheme, listenHost, publicURL, gatewayURL)
+	if mcpURL != "" {
+		compileOpts.MCPGatewayURL = mcpURL
+	}
 	srv, err := server.New(server.Config{
 		Queue:          approvals,
 		AgBOMQueue:     agbomQueue(agboms, gatewayPort),
@@ -357,7 +384,8 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		Logger:         logger,
 		ControlAddr:    net.JoinHostPort(listenHost, controlPort),
 		GatewayAddr:    gatewayAddr,
-		Compile:        manifestURLs(scheme, listenHost, publicURL, gatewayURL),
+		Compile:        compileOpts,
+		MCPAddr:        mcpAddr,
 		TLSCertFile:    tlsOpts.cert,
 		TLSKeyFile:     tlsOpts.key,
 		Keyring:        keyring,
@@ -397,6 +425,9 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 	if gatewayURL != "" {
 		fmt.Fprintf(w, "  tool gateway             %s\n", gatewayURL)
 	}
+	if mcpURL != "" {
+		fmt.Fprintf(w, "  MCP gateway              %s (per-agent endpoint %s/mcp)\n", mcpURL, mcpURL)
+	}
 	fmt.Fprintf(w, "  store                    %s\n", redactURL(storeURL))
 	fmt.Fprintf(w, "  config                   %s\n", clientconfig.Path(home))
 	fmt.Fprintf(w, "  runtime                  %s\n", tuned)
@@ -412,7 +443,7 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		fmt.Fprintf(w, "  traces (OTLP/HTTP)       %s\n", traceEndpoint)
 	}
 	if memLn != nil {
-		fmt.Fprintf(w, "  memory                   %s\n", scheme+"://"+net.JoinHostPort(clientHost(listenHost), strconv.Itoa(mem.port)))
+		fmt.Fprintf(w, "  memory                   %s\n", scheme+"://"+net.JoinHostPort(clientHost(listenHost), strconv.Itoa(a.memoryPort)))
 	}
 	fmt.Fprintf(w, "Press Ctrl-C to stop.\n")
 	memTLS, err := (server.Config{TLSCertFile: tlsOpts.cert, TLSKeyFile: tlsOpts.key}).TLSConfig()
