@@ -375,6 +375,9 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 	if mcpURL != "" {
 		compileOpts.MCPGatewayURL = mcpURL
 	}
+	if a.memoryPort != 0 {
+		compileOpts.MemoryURL = scheme + "://" + net.JoinHostPort(clientHost(listenHost), strconv.Itoa(a.memoryPort))
+	}
 	srv, err := server.New(server.Config{
 		Queue:          approvals,
 		AgBOMQueue:     agbomQueue(agboms, gatewayPort),
@@ -443,14 +446,14 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		fmt.Fprintf(w, "  traces (OTLP/HTTP)       %s\n", traceEndpoint)
 	}
 	if memLn != nil {
-		fmt.Fprintf(w, "  memory                   %s\n", scheme+"://"+net.JoinHostPort(clientHost(listenHost), strconv.Itoa(a.memoryPort)))
+		fmt.Fprintf(w, "  memory                   %s\n", compileOpts.MemoryURL)
 	}
 	fmt.Fprintf(w, "Press Ctrl-C to stop.\n")
 	memTLS, err := (server.Config{TLSCertFile: tlsOpts.cert, TLSKeyFile: tlsOpts.key}).TLSConfig()
 	if err != nil {
 		return err
 	}
-	stopMemory, err := serveMemory(ctx, memLn, srv, st, manifestURLs(scheme, listenHost, publicURL, gatewayURL).ModelRouterURL,
+	stopMemory, err := serveMemory(ctx, memLn, srv, st, compileOpts.ModelRouterURL,
 		memTLS, logger, a.env.Now)
 	if err != nil {
 		return err
