@@ -33,14 +33,16 @@ type auditInfo struct {
 // App returns the memory service's HTTP application (port 8084).
 func (s *Service) App() *fiber.App {
 	app := fiber.New(s.cfg.Timeouts.FiberConfig(fiber.Config{
-		AppName:               "warden-memory",
-		BodyLimit:             s.cfg.MaxBodyBytes,
+		AppName: "warden-memory",
+		// Twice the limit: a body between the two gets the documented
+		// 413 body from limitBody; fasthttp refuses larger ones itself.
+		BodyLimit:             2 * s.cfg.MaxBodyBytes,
 		DisableStartupMessage: true,
 		ErrorHandler:          s.errorHandler,
 		JSONEncoder:           resource.MarshalValue,
 	}))
 	s.cfg.Timeouts.Harden(app)
-	app.Use(listener.RequestID, listener.Recover(s.cfg.Logger))
+	app.Use(listener.RequestID, listener.Recover(s.cfg.Logger), s.limitBody)
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.SendString("ok") })
 	v1 := app.Group("/v1/memory", listener.APIHeaders, s.authenticate, s.audit)
 	v1.Post("/write", s.handleWrite)
@@ -69,6 +71,13 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 		return fmt.Errorf("shut down memory service: %w", err)
 	}
 	return <-errc
+}
+
+func (s *Service) limitBody(c *fiber.Ctx) error {
+	if c.Request().Header.ContentLength() > s.cfg.MaxBodyBytes || len(c.Body()) > s.cfg.MaxBodyBytes {
+		return apierr.New(apierr.CodePayloadTooLarge, "the request body is larger than the limit of %d bytes", s.cfg.MaxBodyBytes)
+	}
+	return c.Next()
 }
 
 func (s *Service) authenticate(c *fiber.Ctx) error {

@@ -61,6 +61,8 @@ func TestScenarios(t *testing.T) {
 		{"path and body disagree", "POST", "/v1/memory/notes/write", bot, map[string]any{"text": "x", "memory": "shared"}, 400, "the path", ""},
 		{"no memory named", "POST", "/v1/memory/write", bot, map[string]any{"text": "x"}, 400, "memory is required", ""},
 		{"bad memory name", "POST", "/v1/memory/Not_A_Name/query", bot, map[string]any{}, 400, "DNS-1123", ""},
+		{"body too large", "POST", "/v1/memory/notes/write", bot, map[string]any{"text": strings.Repeat("x", 300<<10)}, 413, "PayloadTooLarge", ""},
+		{"text too long", "POST", "/v1/memory/notes/write", bot, map[string]any{"text": strings.Repeat("x", memory.MaxTextBytes+1)}, 400, "longer than", ""},
 		{"bad limit", "POST", "/v1/memory/notes/query", bot, map[string]any{"limit": 5000}, 400, "limit", ""},
 		{"bad filter", "POST", "/v1/memory/notes/query", bot, map[string]any{"metadata": map[string]any{"k": []any{1}}}, 400, "metadata filter", ""},
 		{"bad since", "POST", "/v1/memory/notes/query", bot, map[string]any{"since": "yesterday"}, 400, "since", ""},
