@@ -7,14 +7,17 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/warden-dev/warden/app/auth"
 	"github.com/warden-dev/warden/app/clientconfig"
 	"github.com/warden-dev/warden/app/server"
 	"github.com/warden-dev/warden/app/store/backend"
+	"github.com/warden-dev/warden/app/workload"
 )
 
 // TestMemoryCommands runs warden memory against a control plane and the
@@ -92,4 +95,34 @@ spec: {scope: namespace, summarize: {keepRecent: 0}}
 			require.Contains(t, r.stdout, w, stp.name)
 		}
 	}
+}
+
+// TestRouterToken checks the model router credential of summary passes: a
+// workload gets a token of audience warden:model-router for the same agent,
+// anyone else's header is forwarded.
+func TestRouterToken(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, err := backend.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "warden.db"), backend.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	srv, err := server.New(server.Config{Store: st, Logger: slog.New(slog.DiscardHandler), GatewayAddr: server.GatewayOff})
+	require.NoError(t, err)
+	fn := routerToken(srv.Issuer())
+
+	got, err := fn(ctx, auth.Principal{Kind: auth.KindAPIKey, Tenant: "default"}, "Bearer wk_key")
+	require.NoError(t, err)
+	require.Equal(t, "Bearer wk_key", got)
+
+	agent := auth.Principal{Kind: auth.KindAgent, Tenant: "default", Namespace: "default", Agent: "bot", Environment: "dev"}
+	got, err = fn(ctx, agent, "Bearer memory-token")
+	require.NoError(t, err)
+	tok, ok := strings.CutPrefix(got, "Bearer ")
+	require.True(t, ok, got)
+	p, err := workload.NewVerifier(srv.Issuer(), workload.AudienceModelRouter, time.Now).Verify(ctx, tok)
+	require.NoError(t, err)
+	require.Equal(t, "bot", p.Agent)
+	require.Equal(t, "default", p.Namespace)
+	_, err = workload.NewVerifier(srv.Issuer(), workload.AudienceMemory, time.Now).Verify(ctx, tok)
+	require.Error(t, err, "the router's token is not a memory token")
 }

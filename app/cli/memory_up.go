@@ -60,21 +60,9 @@ func serveMemory(ctx context.Context, ln net.Listener, srv *server.Server, st st
 		Authz:          srv.Authorizer(),
 		Bus:            srv.Bus(),
 		ModelRouterURL: routerURL,
-		// A workload's token is for the memory service only: the
-		// router gets one of its own for the same agent.
-		RouterToken: func(ctx context.Context, p auth.Principal, authorization string) (string, error) {
-			if p.Kind != auth.KindAgent {
-				return authorization, nil
-			}
-			tok, _, err := issuer.Issue(ctx, workload.IssueParams{Tenant: p.Tenant, Namespace: p.Namespace, Agent: p.Agent,
-				Environment: p.Environment, Audience: workload.AudienceModelRouter})
-			if err != nil {
-				return "", err
-			}
-			return "Bearer " + tok, nil
-		},
-		Logger: logger,
-		Now:    now,
+		RouterToken:    routerToken(issuer),
+		Logger:         logger,
+		Now:            now,
 	})
 	if err != nil {
 		_ = ln.Close()
@@ -93,4 +81,22 @@ func serveMemory(ctx context.Context, ln net.Listener, srv *server.Server, st st
 			logger.Error("memory service", "err", err)
 		}
 	}, nil
+}
+
+// routerToken gives a summary pass its credential for the model router. A
+// workload's token is for the memory service only, so the router gets one
+// of its own for the same agent; anyone else's Authorization header (an
+// API key) is forwarded.
+func routerToken(issuer *workload.Issuer) memory.RouterToken {
+	return func(ctx context.Context, p auth.Principal, authorization string) (string, error) {
+		if p.Kind != auth.KindAgent {
+			return authorization, nil
+		}
+		tok, _, err := issuer.Issue(ctx, workload.IssueParams{Tenant: p.Tenant, Namespace: p.Namespace, Agent: p.Agent,
+			Environment: p.Environment, Audience: workload.AudienceModelRouter})
+		if err != nil {
+			return "", fmt.Errorf("issue a model router token for agent %s: %w", p.Agent, err)
+		}
+		return "Bearer " + tok, nil
+	}
 }
