@@ -47,6 +47,11 @@ const (
 	// ObjTraces is the trace service: reading spans, metrics and OCSF
 	// events (get, list) and sending them (create).
 	ObjTraces = "traces"
+	// ObjMemoryItems is the memory service's items: get (query), create
+	// (write) and delete.
+	ObjMemoryItems = "memoryitems"
+	// ObjMemorySummarize with VerbCreate is a memory's summary pass.
+	ObjMemorySummarize = "memoryitems/summarize"
 )
 
 // Permission is one (object, verb) pair a role allows.
@@ -122,6 +127,7 @@ func rules(role string) []Permission {
 		// Secrets read as metadata only (values never leave the server).
 		add([]string{groupNamespaced}, readVerbs...)
 		add([]string{ObjResources}, auth.VerbWatch)
+		add([]string{ObjMemoryItems}, auth.VerbGet)
 		// Tenant-scope kinds live in domain "*": only a tenant-wide grant
 		// reaches them.
 		add([]string{groupTenant}, readVerbs...)
@@ -131,6 +137,8 @@ func rules(role string) []Permission {
 		viewer()
 		add([]string{groupUserKinds}, writeVerbs...)
 		add([]string{ObjTraces}, VerbCreate)
+		add([]string{ObjMemoryItems}, VerbCreate, auth.VerbDelete)
+		add([]string{ObjMemorySummarize}, VerbCreate)
 	}
 	approver := func() {
 		viewer()
@@ -150,6 +158,8 @@ func rules(role string) []Permission {
 		add([]string{"agents", "tools", "models"}, auth.VerbGet, auth.VerbList)
 		add([]string{ObjToolCalls}, VerbCreate)
 		add([]string{ObjTraces}, VerbCreate)
+		add([]string{ObjMemoryItems}, auth.VerbGet, VerbCreate, auth.VerbDelete)
+		add([]string{ObjMemorySummarize}, VerbCreate)
 	case auth.RoleViewer:
 		viewer()
 	case auth.RoleEditor:

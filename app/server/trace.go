@@ -21,10 +21,6 @@ func (s *Server) Authenticator(audience string) *auth.Authenticator {
 	return auth.NewAuthenticator(s.store, s.cfg.Now, verifiers...)
 }
 
-// Authorizer returns the control plane's authorizer, shared by the
-// data-plane services so that grants mean the same everywhere.
-func (s *Server) Authorizer() *authz.Authorizer { return s.authz }
-
 // consoleTraces reads the trace store for the console's trace screens: the
 // spans live in the store's database, so the control plane reads them
 // directly, authorized like GET /v1/traces.

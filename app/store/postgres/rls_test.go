@@ -58,6 +58,9 @@ func seedTenant(t *testing.T, s store.Store, tenant string) {
 		if _, _, err := tx.UsageCharge(ctx, []store.UsageCharge{{UsageKey: store.UsageKey{Key: "rate", WindowStart: time.Unix(0, 0)}, Calls: 1}}); err != nil {
 			return err
 		}
+		if _, err := tx.MemoryItemInsert(ctx, store.MemoryItem{ID: "item-" + tenant, Namespace: "default", Memory: "notes", Text: "owned by " + tenant}); err != nil {
+			return err
+		}
 		return tx.APIKeyInsert(ctx, store.APIKey{ID: "key-" + tenant, SecretHash: hex.EncodeToString(sum[:]), Namespace: "*", Role: "admin"})
 	}))
 	sp := storetest.NewSpan(storetest.NewTraceID(), [8]byte{}, "s", time.Unix(1_800_000_000, 0), time.Second)
@@ -255,6 +258,7 @@ func testRowLevelSecurity(t *testing.T, url string, s store.Store) {
 			h0, h1, h2, h3, h4, h5, h6, h7, h8, h9, h10, h11, h12, h13, h14, h15, h16, h17, h18)
 			VALUES ($1, 60, 0, 'default', '', 'evil', '', 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)`, `calls = calls`},
 		{"ocsf_events", `INSERT INTO ocsf_events (tenant_id, namespace, time_ms, class_uid, activity_id, severity_id, status_id, actor, operation, data) VALUES ($1, 'default', 1, 6003, 1, 1, 1, 'evil', 'x', '')`, `actor = actor`},
+		{"memory_items", `INSERT INTO memory_items (tenant_id, namespace, memory, id, text, created_at) VALUES ($1, 'default', 'notes', 'evil', 'evil', now())`, `text = text`},
 	}
 	for _, tb := range tables {
 		t.Run(tb.name, func(t *testing.T) {
@@ -317,6 +321,10 @@ func testRowLevelSecurity(t *testing.T, url string, s store.Store) {
 		usage, err := r.UsageGet(ctx, []store.UsageKey{{Key: "rate", WindowStart: time.Unix(0, 0)}})
 		require.NoError(t, err)
 		require.Equal(t, []store.UsageTotal{{Calls: 1}}, usage)
+		items, err := r.MemoryItemQuery(ctx, store.MemoryQuery{Namespace: "default", Memory: "notes"})
+		require.NoError(t, err)
+		require.Len(t, items, 1)
+		require.Equal(t, "owned by "+b, items[0].Text)
 		return nil
 	}))
 	require.NoError(t, s.Update(ctx, b, func(ctx context.Context, tx store.Tx) error {
