@@ -109,7 +109,7 @@ func TestUpSaysEachThingOnceBeforeServing(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan int, 1)
 	go func() {
-		done <- RunWith(ctx, upEnv(home, &out, &out), []string{"warden", "up", "--port", port, "--gateway-port", freePort(t), "--memory-port", memPort,
+		done <- RunWith(ctx, upEnv(home, &out, &out), []string{"warden", "up", "--port", port, "--gateway-port", freePort(t), "--mcp-port", freePort(t), "--memory-port", memPort,
 			"--trace-port", tracePort, "--otlp-http-port", freePort(t), "--otlp-grpc-port", freePort(t)})
 	}()
 	require.Eventually(t, func() bool { return strings.Contains(out.String(), "Press Ctrl-C to stop.") }, 60*time.Second, 10*time.Millisecond,
