@@ -77,6 +77,7 @@ func Run(t *testing.T, open OpenFunc) {
 		{"WriteCallsConcurrent", testWriteCallsConcurrent},
 		{"WriteCallsIsolation", testWriteCallsIsolation},
 		{"Sync", testSync},
+		{"Deliveries", testDeliveries},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
