@@ -31,6 +31,7 @@ import (
 	"github.com/warden-dev/warden/app/store/backend"
 	"github.com/warden-dev/warden/app/store/postgres"
 	"github.com/warden-dev/warden/jobs"
+	"github.com/warden-dev/warden/notifications"
 )
 
 // defaultControlPort is the control plane's port (docs/operations.md lists
@@ -324,8 +325,19 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		return fmt.Errorf("job queue: %w", err)
 	}
 	approvals.SetQueue(queue)
+	// Approvals are announced on the NotificationChannels that select
+	// them, by jobs enqueued with the Approval.
+	notifyJobs := jobs.NewNotifications(workers)
+	notifyJobs.SetQueue(queue)
+	notifier, err := notifications.New(notifications.Config{Store: st, Secrets: secret.NewBroker(keyring), Jobs: notifyJobs,
+		PublicURL: publicURL, LinkKey: notifications.DeriveLinkKey(masterKey), Logger: logger, Now: a.env.Now})
+	if err != nil {
+		return fmt.Errorf("notifications: %w", err)
+	}
 	srv, err := server.New(server.Config{
 		Queue:          approvals,
+		Announcer:      notifier,
+		PublicRoutes:   notifier.Register,
 		Sandbox:        osTools,
 		Store:          st,
 		Logger:         logger,
@@ -349,6 +361,8 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 	defer stopQueue(queue, logger)
 	if gw := srv.Gateway(); gw != nil {
 		approvals.Bind(gw)
+		notifier.SetDecider(gw)
+		notifyJobs.Bind(notifier)
 		// The queue stops when up returns, not when ctx ends, so that
 		// jobs are not cut off halfway through a store write.
 		if err := queue.Start(context.WithoutCancel(ctx)); err != nil {

@@ -104,6 +104,10 @@ type WebhookChannel struct {
 type SlackChannel struct {
 	WebhookURLSecretRef SecretRef `json:"webhookURLSecretRef"`
 	SigningSecretRef    SecretRef `json:"signingSecretRef"`
+	// BotTokenSecretRef, when set, looks the clicking user's e-mail up
+	// with users.info at APIURL (default https://slack.com/api).
+	BotTokenSecretRef *SecretRef `json:"botTokenSecretRef,omitempty"`
+	APIURL            string     `json:"apiURL,omitempty"`
 }
 
 // SecretRef names one key of a Secret in the same namespace.

@@ -69,7 +69,8 @@ func validObjects() []*Object {
 		obj(KindNotificationChannel, "ops-hook", map[string]any{"type": "webhook",
 			"webhook": map[string]any{"url": "https://hooks.example.com/warden", "signingSecretRef": map[string]any{"name": "hook", "key": "secret"}}}),
 		obj(KindNotificationChannel, "ops-chat", map[string]any{"type": "slack",
-			"slack": map[string]any{"webhookURLSecretRef": map[string]any{"name": "slack", "key": "url"}, "signingSecretRef": map[string]any{"name": "slack", "key": "signing"}}}),
+			"slack": map[string]any{"webhookURLSecretRef": map[string]any{"name": "slack", "key": "url"}, "signingSecretRef": map[string]any{"name": "slack", "key": "signing"},
+				"botTokenSecretRef": map[string]any{"name": "slack", "key": "bot"}, "apiURL": "https://slack.example.com/api"}}),
 		obj(KindConversation, "c2", map[string]any{"agentRef": map[string]any{"name": "support-bot"}}),
 	}
 	objs[0].Metadata.Labels = map[string]string{"app.kubernetes.io/name": "bot", "tier": ""}

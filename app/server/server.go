@@ -88,6 +88,13 @@ type Config struct {
 	// Queue runs approval resumption and expiry as durable jobs; nil runs
 	// resumption in-process.
 	Queue gateway.Queue
+	// Announcer enqueues a new Approval's notifications in the transaction
+	// that creates it (notifications.Service); nil sends none.
+	Announcer gateway.Announcer
+	// PublicRoutes, when set, mounts routes that authenticate on their own
+	// (signed notification callbacks, e-mail link pages) ahead of /v1's
+	// authentication.
+	PublicRoutes func(r fiber.Router)
 	// Tracer receives one trace per tool call; nil means none.
 	Tracer trace.TracerProvider
 	Now    func() time.Time
@@ -272,7 +279,7 @@ func New(cfg Config) (*Server, error) {
 		}
 		gw, err := gateway.New(gateway.Config{
 			Store: cfg.Store, Policies: policies, Authn: auth.NewAuthenticator(cfg.Store, cfg.Now, gwVerifiers...), Authz: az,
-			Secrets: secret.NewBroker(cfg.Keyring), OS: cfg.Sandbox, Guardians: cfg.Guardians, Queue: cfg.Queue, Bus: bus,
+			Secrets: secret.NewBroker(cfg.Keyring), OS: cfg.Sandbox, Guardians: cfg.Guardians, Queue: cfg.Queue, Announcer: cfg.Announcer, Bus: bus,
 			Tracer: cfg.Tracer, URL: cfg.Compile.ToolGatewayURL, Logger: cfg.Logger, Now: cfg.Now,
 		})
 		if err != nil {
