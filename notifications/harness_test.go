@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gofiber/fiber/v2"
 	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/require"
 
@@ -32,6 +33,7 @@ import (
 	"github.com/warden-dev/warden/jobs"
 	"github.com/warden-dev/warden/notifications"
 	"github.com/warden-dev/warden/notifications/smtptest"
+	approvalsweb "github.com/warden-dev/warden/web/approvals"
 )
 
 const wait = 20 * time.Second
@@ -139,7 +141,10 @@ func start(t testing.TB, storeURL string) *env {
 		TLS: &tls.Config{RootCAs: mail.Roots, MinVersion: tls.VersionTLS12}, Logger: logger,
 	})
 	require.NoError(t, err)
-	srv, err := server.New(server.Config{Store: st, Keyring: keyring, Queue: approvals, Announcer: svc, PublicRoutes: svc.Register, Logger: logger})
+	srv, err := server.New(server.Config{Store: st, Keyring: keyring, Queue: approvals, Announcer: svc, PublicRoutes: func(r fiber.Router) {
+		svc.Register(r)
+		approvalsweb.NewLinkHandler(svc, nil).Register(r)
+	}, Logger: logger})
 	require.NoError(t, err)
 	svc.SetDecider(srv.Gateway())
 	approvals.Bind(srv.Gateway())
@@ -357,7 +362,6 @@ func (e *env) waitDeliveries(approval string, n int) []store.Delivery {
 		"want %d delivery records of %s", n, approval)
 	return got
 }
-
 
 // approvalObject is a pending Approval of a financial call of bot in dev.
 func approvalObject(name string) *resource.Object {

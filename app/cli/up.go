@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gofiber/fiber/v2"
 	"github.com/spf13/cobra"
 
 	"github.com/riverqueue/river"
@@ -32,6 +33,7 @@ import (
 	"github.com/warden-dev/warden/app/store/postgres"
 	"github.com/warden-dev/warden/jobs"
 	"github.com/warden-dev/warden/notifications"
+	approvalsweb "github.com/warden-dev/warden/web/approvals"
 )
 
 // defaultControlPort is the control plane's port (docs/operations.md lists
@@ -334,10 +336,15 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 	if err != nil {
 		return fmt.Errorf("notifications: %w", err)
 	}
+	// Signed callbacks of the channels and the pages e-mail links open.
+	publicRoutes := func(r fiber.Router) {
+		notifier.Register(r)
+		approvalsweb.NewLinkHandler(notifier, a.env.Now).Register(r)
+	}
 	srv, err := server.New(server.Config{
 		Queue:          approvals,
 		Announcer:      notifier,
-		PublicRoutes:   notifier.Register,
+		PublicRoutes:   publicRoutes,
 		Sandbox:        osTools,
 		Store:          st,
 		Logger:         logger,
