@@ -43,4 +43,3 @@ func (g *Gateway) callNamespace(c *fiber.Ctx, p auth.Principal) (string, error) 
 	}
 	return found[0].Metadata.Namespace, nil
 }
-
