@@ -34,8 +34,8 @@ type Approval struct {
 	URL string `json:"url,omitempty"`
 }
 
-// approvalOf reads the announcement of an Approval record.
-func approvalOf(tenant string, ap *resource.Object) (Approval, error) {
+// ApprovalOf reads what messages say about an Approval record.
+func ApprovalOf(tenant string, ap *resource.Object) (Approval, error) {
 	spec, err := resource.DecodeSpec[resource.ApprovalSpec](ap)
 	if err != nil {
 		return Approval{}, fmt.Errorf("decode approval %s: %w", ap.Metadata.Name, err)
@@ -87,7 +87,7 @@ func (s *Service) load(ctx context.Context, a jobs.NotifyArgs) (*delivery, error
 		if err != nil {
 			return err
 		}
-		if d.approval, err = approvalOf(a.Tenant, ap); err != nil {
+		if d.approval, err = ApprovalOf(a.Tenant, ap); err != nil {
 			return err
 		}
 		st, _ := ap.Status["status"].(string)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"crypto/tls"
 	"encoding/json"
 	"io"
@@ -22,6 +24,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/require"
 
+	"github.com/warden-dev/warden/app/oidc"
 	"github.com/warden-dev/warden/app/resource"
 	"github.com/warden-dev/warden/app/secret"
 	"github.com/warden-dev/warden/app/server"
@@ -141,7 +144,9 @@ func start(t testing.TB, storeURL string) *env {
 		TLS: &tls.Config{RootCAs: mail.Roots, MinVersion: tls.VersionTLS12}, Logger: logger,
 	})
 	require.NoError(t, err)
-	srv, err := server.New(server.Config{Store: st, Keyring: keyring, Queue: approvals, Announcer: svc, PublicRoutes: func(r fiber.Router) {
+	oidcCfg := &oidc.Config{Issuers: []oidc.IssuerConfig{{Name: "Acme SSO", IssuerURL: "https://idp.invalid", ClientID: "warden"}},
+		RedirectURL: "http://127.0.0.1/auth/callback"}
+	srv, err := server.New(server.Config{Store: st, Keyring: keyring, Queue: approvals, Announcer: svc, OIDC: oidcCfg, PublicRoutes: func(r fiber.Router) {
 		svc.Register(r)
 		approvalsweb.NewLinkHandler(svc, nil).Register(r)
 	}, Logger: logger})
@@ -371,4 +376,17 @@ func approvalObject(name string) *resource.Object {
 			"toolRef": map[string]any{"name": "payments.refund"}, "sideEffect": "financial", "input": map[string]any{"amount": 1},
 			"expiresAt": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)},
 		Status: map[string]any{"status": "pending"}}
+}
+
+// signIn makes email a member with a console session and returns the
+// session cookie and its CSRF token.
+func (e *env) signIn(email string) (cookie, csrf string) {
+	e.t.Helper()
+	e.member(email)
+	now := time.Now().UTC()
+	cookie, csrf = "sess-"+email, "csrf-"+email
+	sum := sha256.Sum256([]byte(cookie))
+	require.NoError(e.t, e.st.SessionInsert(context.Background(), store.Session{IDHash: hex.EncodeToString(sum[:]), Tenant: server.LocalTenant,
+		Email: email, CSRFToken: csrf, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}))
+	return cookie, csrf
 }

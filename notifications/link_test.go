@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/warden-dev/warden/app/oidc"
+
 	"github.com/warden-dev/warden/notifications"
 )
 
@@ -101,6 +103,13 @@ type pageResp struct {
 // page requests a console page; form is posted form-encoded.
 func (e *env) page(method, path string, form url.Values) pageResp {
 	e.t.Helper()
+	return e.pageAs("", method, path, form)
+}
+
+// pageAs requests a console page with a session cookie (none when empty),
+// not following redirects.
+func (e *env) pageAs(cookie, method, path string, form url.Values) pageResp {
+	e.t.Helper()
 	var body *strings.Reader
 	if form != nil {
 		body = strings.NewReader(form.Encode())
@@ -112,7 +121,11 @@ func (e *env) page(method, path string, form url.Values) pageResp {
 	if form != nil {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	}
-	res, err := http.DefaultClient.Do(req)
+	if cookie != "" {
+		req.AddCookie(&http.Cookie{Name: oidc.SessionCookie, Value: cookie})
+	}
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := client.Do(req)
 	require.NoError(e.t, err)
 	defer func() { _ = res.Body.Close() }()
 	raw := new(strings.Builder)

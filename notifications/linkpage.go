@@ -106,7 +106,7 @@ func (s *Service) linkView(ctx context.Context, c LinkClaims) (LinkView, error) 
 		if err != nil {
 			return err
 		}
-		if v.Approval, err = approvalOf(c.Tenant, ap); err != nil {
+		if v.Approval, err = ApprovalOf(c.Tenant, ap); err != nil {
 			return err
 		}
 		str := func(k string) string { s, _ := ap.Status[k].(string); return s }

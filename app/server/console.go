@@ -54,6 +54,10 @@ func (s *Server) buildConsole() error {
 		Namespaces: consoleNamespaces{s: s, svc: svc},
 		APIKeys:    consoleAPIKeys{s: s},
 		Audit:      consoleAudit{s: s},
+		Approvals:  consoleScreens{s: s},
+		ToolCalls:  consoleScreens{s: s},
+		Fleet:      consoleFleet{cs: consoleScreens{s: s}},
+		Menu:       consoleScreens{s: s}.menu,
 		Log:        s.log,
 		Now:        s.now,
 	}

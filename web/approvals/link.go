@@ -130,3 +130,11 @@ func TimeLeft(t, now time.Time) string {
 	}
 	return strconv.Itoa(int(d/(24*time.Hour))) + " days left"
 }
+
+// asStatus is the HTTP status of an API error.
+func asStatus(err error) (int, bool) {
+	if e, ok := apierr.As(err); ok {
+		return e.Status(), true
+	}
+	return 0, false
+}

@@ -1,0 +1,92 @@
+package notifications_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/warden-dev/warden/app/oidc"
+)
+
+// TestConsoleApprover: an approver lands on the inbox, sees the paused
+// call, opens it, approves with a rationale (CSRF-checked POST), and the
+// inbox empties; the explorer and the fleet pages show the call and the
+// agent; someone who may not decide sees no Approvals entry and an empty
+// inbox; errors are pages.
+func TestConsoleApprover(t *testing.T) {
+	t.Parallel()
+	e := start(t, "sqlite://"+t.TempDir()+"/warden.db")
+	alice, csrf := e.signIn("alice@example.com")
+	dave, _ := e.signIn("dave@example.com")
+	call := e.pause(42)
+	ap := "ap-" + strings.TrimPrefix(call, "tc-")
+
+	r := e.pageAs(alice, http.MethodGet, "/", nil)
+	require.Equal(t, http.StatusSeeOther, r.status)
+	require.Equal(t, "/approvals", r.header.Get("Location"))
+
+	r = e.pageAs(alice, http.MethodGet, "/approvals", nil)
+	require.Equal(t, http.StatusOK, r.status, string(r.raw))
+	inbox := string(r.raw)
+	require.Contains(t, inbox, "1 pending approval")
+	require.Contains(t, inbox, `href="/approvals/default/`+ap+`"`)
+	require.Contains(t, inbox, `hx-trigger="every 5s"`)
+	require.Contains(t, inbox, "min left")
+
+	r = e.pageAs(dave, http.MethodGet, "/approvals", nil)
+	require.Contains(t, string(r.raw), "0 pending approvals")
+	require.NotContains(t, string(r.raw), `href="/approvals">Approvals`)
+	r = e.pageAs(dave, http.MethodGet, "/approvals/default/"+ap, nil)
+	require.Equal(t, http.StatusForbidden, r.status)
+	require.Contains(t, r.header.Get("Content-Type"), "text/html")
+	require.Contains(t, string(r.raw), "Not allowed")
+
+	page := string(e.pageAs(alice, http.MethodGet, "/approvals/default/"+ap, nil).raw)
+	for _, want := range []string{"payments.refund", "&#34;amount&#34;: 42", "money@2", "refunds-need-a-person", `value="approve"`, "Notifications"} {
+		require.Contains(t, page, want)
+	}
+
+	// Without the CSRF token nothing is decided.
+	r = e.pageAs(alice, http.MethodPost, "/approvals/default/"+ap+"/decide", url.Values{"decision": {"approve"}})
+	require.Equal(t, http.StatusForbidden, r.status)
+	require.Equal(t, "pending", e.approvalStatus(ap))
+
+	r = e.pageAs(alice, http.MethodPost, "/approvals/default/"+ap+"/decide",
+		url.Values{oidc.CSRFField: {csrf}, "decision": {"approve"}, "rationale": {"within the refund policy"}})
+	require.Equal(t, http.StatusOK, r.status, string(r.raw))
+	require.Contains(t, string(r.raw), "Your decision is recorded")
+	final := do(t, http.MethodGet, e.gwURL+"/v1/tool-calls/"+call+"?wait=15s", e.bot(), nil, nil)
+	require.Equal(t, "Succeeded", final.str("status", "phase"), string(final.raw))
+	require.Len(t, e.ext.got("/refund"), 1)
+	require.Contains(t, string(e.pageAs(alice, http.MethodGet, "/approvals", nil).raw), "0 pending approvals")
+
+	// A second decision: 409 as a page naming who decided.
+	r = e.pageAs(alice, http.MethodPost, "/approvals/default/"+ap+"/decide", url.Values{oidc.CSRFField: {csrf}, "decision": {"deny"}})
+	require.Equal(t, http.StatusConflict, r.status)
+	require.Contains(t, string(r.raw), "alice@example.com")
+
+	r = e.pageAs(alice, http.MethodGet, "/toolcalls?agent=bot&phase=Succeeded", nil)
+	require.Contains(t, string(r.raw), call)
+	r = e.pageAs(alice, http.MethodGet, "/toolcalls?phase=Failed", nil)
+	require.NotContains(t, string(r.raw), call)
+	r = e.pageAs(alice, http.MethodGet, "/toolcalls/default/"+call, nil)
+	require.Equal(t, http.StatusOK, r.status, string(r.raw))
+	require.Contains(t, string(r.raw), "approve via console: within the refund policy")
+	require.Contains(t, string(r.raw), "Idempotency key")
+
+	r = e.pageAs(alice, http.MethodGet, "/fleet/agents", nil)
+	require.Contains(t, string(r.raw), `href="/fleet/agents/default/bot"`)
+	r = e.pageAs(alice, http.MethodGet, "/fleet/agents/default/bot", nil)
+	require.Contains(t, string(r.raw), "Compiled manifest")
+	require.Contains(t, string(r.raw), "bot-dev")
+
+	for _, path := range []string{"/no-such-page", "/fleet/agents/default/ghost", "/toolcalls/default/tc-ghost"} {
+		r = e.pageAs(alice, http.MethodGet, path, nil)
+		require.Equal(t, http.StatusNotFound, r.status, path)
+		require.Contains(t, r.header.Get("Content-Type"), "text/html", path)
+		require.Contains(t, string(r.raw), "Not found", path)
+	}
+}
