@@ -154,7 +154,7 @@ func (h *Handler) show(c *fiber.Ctx, status int, notice, errMsg string) error {
 		return err
 	}
 	m := ApprovalModel{Page: h.Env.Page(c, "Approval "+name, "approvals"), Detail: recordDetail(pg.Record, h.now()),
-		Action: "/approvals/" + url.PathEscape(ns) + "/" + url.PathEscape(name) + "/decide",
+		Action:    "/approvals/" + url.PathEscape(ns) + "/" + url.PathEscape(name) + "/decide",
 		CanDecide: pg.CanDecide, CanOverride: pg.CanOverride, Recent: pg.Recent, Deliveries: pg.Deliveries, Notice: notice, Error: errMsg}
 	return layout.Render(c, status, ApprovalView(m))
 }

@@ -121,4 +121,6 @@ func (h *Handler) Show(c *fiber.Ctx) error {
 }
 
 // Href is the page of a call.
-func (r Row) Href() string { return "/toolcalls/" + url.PathEscape(r.Namespace) + "/" + url.PathEscape(r.Name) }
+func (r Row) Href() string {
+	return "/toolcalls/" + url.PathEscape(r.Namespace) + "/" + url.PathEscape(r.Name)
+}
