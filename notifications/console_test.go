@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/warden-dev/warden/app/oidc"
+	"github.com/warden-dev/warden/notifications"
 )
 
 // TestConsoleApprover: an approver lands on the inbox, sees the paused
@@ -89,4 +90,25 @@ func TestConsoleApprover(t *testing.T) {
 		require.Contains(t, r.header.Get("Content-Type"), "text/html", path)
 		require.Contains(t, string(r.raw), "Not found", path)
 	}
+}
+
+// TestInvitationEmailed: inviting a member from the console e-mails them
+// a sign-in link through the namespace's e-mail channel, and the attempt
+// is recorded.
+func TestInvitationEmailed(t *testing.T) {
+	t.Parallel()
+	e := start(t, "sqlite://"+t.TempDir()+"/warden.db")
+	owner, csrf := e.signInAs("olga@example.com", true)
+	r := e.pageAs(owner, http.MethodPost, "/members/invite",
+		url.Values{oidc.CSRFField: {csrf}, "email": {"Newcomer@Example.com"}, "role": {"approver"}, "namespace": {"default"}})
+	require.Less(t, r.status, 400, string(r.raw))
+	msgs := e.smtp.Wait(t, 1, wait)
+	require.Equal(t, []string{"newcomer@example.com"}, msgs[0].To)
+	text, html := parts(t, msgs[0].Data)
+	require.Contains(t, text, "olga@example.com invited you to Warden, tenant default, as approver of namespace default")
+	require.Contains(t, text, "http://console.test/signin?tenant=default")
+	require.Contains(t, html, "Sign in to accept")
+	recs := e.waitDeliveries(notifications.InvitationRecord("newcomer@example.com"), 1)
+	require.Equal(t, "delivered", recs[0].Outcome)
+	require.Equal(t, "mail", recs[0].Channel)
 }

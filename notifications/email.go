@@ -3,18 +3,13 @@ package notifications
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/tls"
-	"encoding/hex"
 	"fmt"
 	"html/template"
-	"mime"
-	"mime/quotedprintable"
 	"net"
 	"net/mail"
 	"net/smtp"
 	"strconv"
-	"strings"
 	textTemplate "text/template"
 	"time"
 
@@ -69,40 +64,8 @@ func Message(from, to string, a Approval, now time.Time) ([]byte, error) {
 	if err := htmlBody.Execute(&html, a); err != nil {
 		return nil, fmt.Errorf("render html: %w", err)
 	}
-	var rnd [12]byte
-	_, _ = rand.Read(rnd[:])
-	boundary := "warden-" + hex.EncodeToString(rnd[:])
-	domain := "warden.local"
-	if _, d, ok := strings.Cut(from, "@"); ok {
-		domain = strings.Trim(d, "> ")
-	}
-	var b bytes.Buffer
-	h := func(k, v string) { fmt.Fprintf(&b, "%s: %s\r\n", k, v) }
-	h("From", from)
-	h("To", to)
-	h("Subject", mime.QEncoding.Encode("utf-8", fmt.Sprintf("Approval needed: %s by %s (%s)", a.Tool, a.Agent, a.Namespace)))
-	h("Date", now.UTC().Format(time.RFC1123Z))
-	h("Message-ID", "<"+a.Name+"."+hex.EncodeToString(rnd[:4])+"@"+domain+">")
-	h("MIME-Version", "1.0")
-	h("Auto-Submitted", "auto-generated")
-	h("Content-Type", `multipart/alternative; boundary="`+boundary+`"`)
-	b.WriteString("\r\n")
-	for _, part := range []struct {
-		typ  string
-		body []byte
-	}{{"text/plain", text.Bytes()}, {"text/html", html.Bytes()}} {
-		fmt.Fprintf(&b, "--%s\r\nContent-Type: %s; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n", boundary, part.typ)
-		qp := quotedprintable.NewWriter(&b)
-		if _, err := qp.Write(part.body); err != nil {
-			return nil, err
-		}
-		if err := qp.Close(); err != nil {
-			return nil, err
-		}
-		b.WriteString("\r\n")
-	}
-	fmt.Fprintf(&b, "--%s--\r\n", boundary)
-	return b.Bytes(), nil
+	return multipartMessage(from, to, fmt.Sprintf("Approval needed: %s by %s (%s)", a.Tool, a.Agent, a.Namespace), a.Name, now,
+		text.Bytes(), html.Bytes())
 }
 
 // sendEmail submits the message over SMTP: STARTTLS (required unless the
@@ -123,6 +86,12 @@ func (s *Service) sendEmail(ctx context.Context, ch *resource.EmailChannel, pass
 	if err != nil {
 		return err
 	}
+	return s.submit(ctx, ch, password, from.Address, rcpt.Address, msg)
+}
+
+// submit delivers msg over SMTP: STARTTLS (required unless the channel
+// says none), AUTH PLAIN when a username is set.
+func (s *Service) submit(ctx context.Context, ch *resource.EmailChannel, password, from, to string, msg []byte) error {
 	mode := ch.SMTP.TLS
 	if mode == "" {
 		mode = SMTPStartTLS
@@ -142,7 +111,10 @@ func (s *Service) sendEmail(ctx context.Context, ch *resource.EmailChannel, pass
 	addr := net.JoinHostPort(ch.SMTP.Host, strconv.Itoa(port))
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	var conn net.Conn
+	var (
+		conn net.Conn
+		err  error
+	)
 	d := &net.Dialer{}
 	if mode == SMTPImplicit {
 		conn, err = (&tls.Dialer{NetDialer: d, Config: tlsCfg}).DialContext(ctx, "tcp", addr)
@@ -177,10 +149,10 @@ func (s *Service) sendEmail(ctx context.Context, ch *resource.EmailChannel, pass
 			return fmt.Errorf("smtp AUTH: %w", err)
 		}
 	}
-	if err := c.Mail(from.Address); err != nil {
+	if err := c.Mail(from); err != nil {
 		return fmt.Errorf("smtp MAIL FROM: %w", err)
 	}
-	if err := c.Rcpt(rcpt.Address); err != nil {
+	if err := c.Rcpt(to); err != nil {
 		return fmt.Errorf("smtp RCPT TO: %w", err)
 	}
 	w, err := c.Data()

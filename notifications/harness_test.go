@@ -125,6 +125,7 @@ func start(t testing.TB, storeURL string) *env {
 	workers := river.NewWorkers()
 	approvals := jobs.NewApprovals(workers)
 	notif := jobs.NewNotifications(workers)
+	invites := jobs.NewInvitations(workers, notif)
 	var queue *jobs.Queue
 	cfg := jobs.Config{Workers: workers, TestOnly: true, FetchCooldown: 5 * time.Millisecond, FetchPollInterval: 50 * time.Millisecond}
 	if pg, ok := st.(*postgres.Store); ok {
@@ -140,13 +141,13 @@ func start(t testing.TB, storeURL string) *env {
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	linkKey := notifications.DeriveLinkKey(master)
 	svc, err := notifications.New(notifications.Config{
-		Store: st, Secrets: secret.NewBroker(keyring), Jobs: notif, PublicURL: "http://console.test", LinkKey: linkKey,
+		Store: st, Secrets: secret.NewBroker(keyring), Jobs: notif, Invites: invites, PublicURL: "http://console.test", LinkKey: linkKey,
 		TLS: &tls.Config{RootCAs: mail.Roots, MinVersion: tls.VersionTLS12}, Logger: logger,
 	})
 	require.NoError(t, err)
 	oidcCfg := &oidc.Config{Issuers: []oidc.IssuerConfig{{Name: "Acme SSO", IssuerURL: "https://idp.invalid", ClientID: "warden"}},
 		RedirectURL: "http://127.0.0.1/auth/callback"}
-	srv, err := server.New(server.Config{Store: st, Keyring: keyring, Queue: approvals, Announcer: svc, OIDC: oidcCfg, PublicRoutes: func(r fiber.Router) {
+	srv, err := server.New(server.Config{Store: st, Keyring: keyring, Queue: approvals, Announcer: svc, Inviter: svc, OIDC: oidcCfg, PublicRoutes: func(r fiber.Router) {
 		svc.Register(r)
 		approvalsweb.NewLinkHandler(svc, nil).Register(r)
 	}, Logger: logger})
@@ -154,6 +155,7 @@ func start(t testing.TB, storeURL string) *env {
 	svc.SetDecider(srv.Gateway())
 	approvals.Bind(srv.Gateway())
 	notif.Bind(svc)
+	invites.Bind(svc)
 	require.NoError(t, queue.Start(ctx))
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -382,7 +384,15 @@ func approvalObject(name string) *resource.Object {
 // session cookie and its CSRF token.
 func (e *env) signIn(email string) (cookie, csrf string) {
 	e.t.Helper()
-	e.member(email)
+	return e.signInAs(email, false)
+}
+
+// signInAs is signIn, as a tenant owner when owner is set.
+func (e *env) signInAs(email string, owner bool) (cookie, csrf string) {
+	e.t.Helper()
+	require.NoError(e.t, e.st.Update(context.Background(), server.LocalTenant, func(ctx context.Context, tx store.Tx) error {
+		return tx.MemberUpsert(ctx, store.Member{Email: email, Status: "active", Owner: owner, CreatedAt: time.Now()})
+	}))
 	now := time.Now().UTC()
 	cookie, csrf = "sess-"+email, "csrf-"+email
 	sum := sha256.Sum256([]byte(cookie))

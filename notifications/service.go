@@ -37,6 +37,8 @@ type Config struct {
 	Store   store.Store
 	Secrets *secret.Broker
 	Jobs    Enqueuer
+	// Invites (optional) inserts invitation jobs; nil e-mails none.
+	Invites InviteEnqueuer
 	// Decider is where decisions that come back are made.
 	Decider Decider
 	// PublicURL is the console's external URL, the base of e-mail links.

@@ -20,6 +20,8 @@ type Service struct {
 	st     store.Store
 	now    func() time.Time
 	logger *slog.Logger
+	// inviter e-mails invitations (WithInviter); nil sends none.
+	inviter Inviter
 }
 
 // New returns a Service over st. now defaults to time.Now and logger to

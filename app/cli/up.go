@@ -322,6 +322,8 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 	// store's database.
 	workers := river.NewWorkers()
 	approvals := jobs.NewApprovals(workers)
+	notifyJobs := jobs.NewNotifications(workers)
+	inviteJobs := jobs.NewInvitations(workers, notifyJobs)
 	queue, err := openQueue(ctx, st, storeURL, jobs.Config{Workers: workers, Logger: logger})
 	if err != nil {
 		return fmt.Errorf("job queue: %w", err)
@@ -329,10 +331,9 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 	approvals.SetQueue(queue)
 	// Approvals are announced on the NotificationChannels that select
 	// them, by jobs enqueued with the Approval.
-	notifyJobs := jobs.NewNotifications(workers)
 	notifyJobs.SetQueue(queue)
 	notifier, err := notifications.New(notifications.Config{Store: st, Secrets: secret.NewBroker(keyring), Jobs: notifyJobs,
-		PublicURL: publicURL, LinkKey: notifications.DeriveLinkKey(masterKey), Logger: logger, Now: a.env.Now})
+		Invites: inviteJobs, PublicURL: publicURL, LinkKey: notifications.DeriveLinkKey(masterKey), Logger: logger, Now: a.env.Now})
 	if err != nil {
 		return fmt.Errorf("notifications: %w", err)
 	}
@@ -344,6 +345,7 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 	srv, err := server.New(server.Config{
 		Queue:          approvals,
 		Announcer:      notifier,
+		Inviter:        notifier,
 		PublicRoutes:   publicRoutes,
 		Sandbox:        osTools,
 		Store:          st,
@@ -370,6 +372,7 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		approvals.Bind(gw)
 		notifier.SetDecider(gw)
 		notifyJobs.Bind(notifier)
+		inviteJobs.Bind(notifier)
 		// The queue stops when up returns, not when ctx ends, so that
 		// jobs are not cut off halfway through a store write.
 		if err := queue.Start(context.WithoutCancel(ctx)); err != nil {

@@ -44,6 +44,9 @@ func newPeopleSignIn(cfg Config) (*oidc.Handler, error) {
 // the Authorizer.
 func (s *Server) buildConsole() error {
 	svc := tenants.New(s.store, s.now, s.log)
+	if s.cfg.Inviter != nil {
+		svc = svc.WithInviter(s.cfg.Inviter)
+	}
 	deps := web.Deps{
 		Principal:  s.consolePrincipal,
 		CSRFToken:  oidc.CSRFToken,

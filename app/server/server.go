@@ -31,6 +31,7 @@ import (
 	"github.com/warden-dev/warden/app/store"
 	"github.com/warden-dev/warden/app/watch"
 	"github.com/warden-dev/warden/app/workload"
+	"github.com/warden-dev/warden/tenants"
 	"github.com/warden-dev/warden/web"
 )
 
@@ -91,6 +92,8 @@ type Config struct {
 	// Announcer enqueues a new Approval's notifications in the transaction
 	// that creates it (notifications.Service); nil sends none.
 	Announcer gateway.Announcer
+	// Inviter (optional) e-mails member invitations (notifications.Service).
+	Inviter tenants.Inviter
 	// PublicRoutes, when set, mounts routes that authenticate on their own
 	// (signed notification callbacks, e-mail link pages) ahead of /v1's
 	// authentication.
