@@ -111,6 +111,13 @@ const (
 
 func start(t testing.TB, storeURL string) *env {
 	t.Helper()
+	return startWith(t, storeURL, jobs.Config{FetchCooldown: 5 * time.Millisecond, FetchPollInterval: 50 * time.Millisecond})
+}
+
+// startWith is start with the queue's fetch settings of qc (zero values
+// are warden up's defaults).
+func startWith(t testing.TB, storeURL string, qc jobs.Config) *env {
+	t.Helper()
 	ctx := context.Background()
 	st, err := backend.Open(ctx, storeURL, backend.Options{})
 	require.NoError(t, err)
@@ -127,7 +134,7 @@ func start(t testing.TB, storeURL string) *env {
 	notif := jobs.NewNotifications(workers)
 	invites := jobs.NewInvitations(workers, notif)
 	var queue *jobs.Queue
-	cfg := jobs.Config{Workers: workers, TestOnly: true, FetchCooldown: 5 * time.Millisecond, FetchPollInterval: 50 * time.Millisecond}
+	cfg := jobs.Config{Workers: workers, TestOnly: true, FetchCooldown: qc.FetchCooldown, FetchPollInterval: qc.FetchPollInterval}
 	if pg, ok := st.(*postgres.Store); ok {
 		queue, err = jobs.OpenPostgres(ctx, storeURL, pg.Pool(), cfg)
 	} else {
