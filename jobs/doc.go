@@ -1,9 +1,13 @@
 // Package jobs is Warden's durable job queue: River (github.com/riverqueue/river)
 // on the store's database, behind one non-generic Queue type so that callers
 // need not care whether River runs on pgx (Postgres) or on database/sql with
-// SQLite. It holds no workers; domain packages (app/approval: resuming an
-// approved tool call, expiring an approval) define them and register them
-// in Config.Workers.
+// SQLite. It defines Warden's jobs and leaves their work to the packages
+// that own it: the approval jobs (approvals.go: resuming an approved tool
+// call, expiring an approval) call the tool gateway (app/gateway), and the
+// once-per-cluster jobs (cluster.go: signing-key rotation, retention, the
+// approval sweep) call the server (app/server). Their workers are
+// registered in Config.Workers and bound to their runners once those
+// exist.
 //
 // # What runs where
 //
@@ -87,8 +91,11 @@
 // recorded in the row. This is "once" in the normal course but at least
 // once in general: a worker that returns an error is retried, up to
 // MaxAttempts (River's default 25) with backoff; a process that dies during
-// a job leaves it running until River rescues it (after one hour, River's
-// RescueStuckJobsAfter) and runs it again; and a crash between a worker's
+// a job leaves it running until River's leader rescues it (once both the
+// job's timeout and Config.RescueStuckJobsAfter have passed: one minute by
+// default instead of River's hour, so the approval jobs, which time out
+// after 30 s, are rescued within about two minutes) and runs it again; and
+// a crash between a worker's
 // side effect and the recording of its completion repeats the side effect.
 // A worker whose effect must happen at most once, such as executing an
 // approved tool call, therefore records that it ran, in the store and
@@ -104,7 +111,9 @@
 // hands scheduled jobs wait: a leader that dies without resigning, or a
 // client stopped while its election query is in flight, holds leadership
 // until it expires after 15 s. Periodic jobs are also inserted by the leader only,
-// so each runs once per period however many replicas run.
+// so each runs once per period however many replicas run: Cluster uses
+// them for the work that must run once per cluster, and makes each unique
+// by period besides, so that a change of leader does not double a run.
 //
 // # Polling defaults
 //
@@ -124,7 +133,9 @@
 //	both:     a job scheduled 5.5-8 s ahead ran 0.1-0.5 s after its time
 //
 // The cost is one fetch per queue and replica every 200 ms when idle, a
-// cheap indexed query on Postgres and a short write transaction on SQLite.
+// cheap indexed query on Postgres and a short write transaction on SQLite;
+// the queue of the once-per-cluster jobs (QueueCluster) polls once a
+// second, its jobs being few and announced by insert notifications.
 // 100 ms polling halved the latencies again at twice the idle load; tests
 // may set it lower.
 package jobs

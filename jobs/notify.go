@@ -70,14 +70,14 @@ func (n *Notifications) EnqueueTx(ctx context.Context, tx store.Tx, args NotifyA
 	if maxAttempts <= 0 {
 		maxAttempts = DefaultNotifyAttempts
 	}
-	_, err := q.InsertTx(ctx, tx, args, &river.InsertOpts{MaxAttempts: maxAttempts, UniqueOpts: river.UniqueOpts{ByArgs: true}})
+	_, err := q.InsertStoreTx(ctx, tx, args, &river.InsertOpts{MaxAttempts: maxAttempts, UniqueOpts: river.UniqueOpts{ByArgs: true}})
 	return err
 }
 
-// InsertTx inserts a job in the store transaction tx (River's InsertTx on
+// InsertStoreTx inserts a job in the store transaction tx (River's InsertTx on
 // the driver's own transaction), so that the job commits or rolls back
 // with the store's writes. The queue must run on the store's database.
-func (q *Queue) InsertTx(ctx context.Context, tx store.Tx, args river.JobArgs, opts *river.InsertOpts) (inserted bool, err error) {
+func (q *Queue) InsertStoreTx(ctx context.Context, tx store.Tx, args river.JobArgs, opts *river.InsertOpts) (inserted bool, err error) {
 	dt, ok := tx.(store.DriverTx)
 	if !ok {
 		return false, fmt.Errorf("jobs: insert %s: the store's transaction %T is not a SQL transaction", args.Kind(), tx)

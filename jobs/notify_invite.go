@@ -54,7 +54,7 @@ func (i *Invitations) InviteTx(ctx context.Context, tx store.Tx, args InviteArgs
 	if q == nil {
 		return errors.New("jobs: no queue set for invitations")
 	}
-	_, err := q.InsertTx(ctx, tx, args, &river.InsertOpts{MaxAttempts: DefaultNotifyAttempts})
+	_, err := q.InsertStoreTx(ctx, tx, args, &river.InsertOpts{MaxAttempts: DefaultNotifyAttempts})
 	return err
 }
 

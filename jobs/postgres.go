@@ -65,7 +65,7 @@ func OpenPostgres(ctx context.Context, ownerURL string, appPool *pgxpool.Pool, c
 	if err != nil {
 		return nil, fmt.Errorf("jobs: new River client: %w", err)
 	}
-	return &Queue{client: c}, nil
+	return &Queue{client: c, pgx: c}, nil
 }
 
 // migratePostgres applies River's migrations and grants, as the role of

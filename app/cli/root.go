@@ -66,6 +66,7 @@ current context of $WARDEN_HOME/config.yaml (written by 'warden up').`,
 		newBenchCmd(a),
 		newToolCallsCmd(a),
 		newApprovalsCmd(a),
+		newAgBOMCmd(a),
 		newDemoCmd(a),
 	)
 	return root

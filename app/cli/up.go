@@ -21,6 +21,7 @@ import (
 
 	"github.com/riverqueue/river"
 
+	"github.com/warden-dev/warden/app/agbom"
 	"github.com/warden-dev/warden/app/clientconfig"
 	"github.com/warden-dev/warden/app/compile"
 	"github.com/warden-dev/warden/app/gateway"
@@ -235,6 +236,11 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		return fmt.Errorf("open store %s: %w", redactURL(storeURL), err)
 	}
 	defer st.Close()
+	// Before anything is written: a replica with another master key
+	// would replace the signing keys it cannot open.
+	if err := secret.CheckMasterKey(ctx, st, keyring); err != nil {
+		return fmt.Errorf("master key: %w", err)
+	}
 
 	key, created, err := server.Bootstrap(ctx, st, a.env.Now)
 	if err != nil {
@@ -319,16 +325,21 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		}
 	}
 	// Durable approval work (resume, expiry) runs as River jobs on the
-	// store's database.
+	// store's database, and so does the work that must run once per
+	// cluster (key rotation, retention, the approval sweep).
 	workers := river.NewWorkers()
 	approvals := jobs.NewApprovals(workers)
 	notifyJobs := jobs.NewNotifications(workers)
 	inviteJobs := jobs.NewInvitations(workers, notifyJobs)
-	queue, err := openQueue(ctx, st, storeURL, jobs.Config{Workers: workers, Logger: logger})
+	agboms := jobs.NewAgBOMs(workers)
+	cluster := jobs.NewCluster(workers, jobs.ClusterConfig{})
+	queue, err := openQueue(ctx, st, storeURL, jobs.Config{Workers: workers, Logger: logger,
+		PeriodicJobs: cluster.PeriodicJobs(), Queues: cluster.Queues(gatewayPort != 0)})
 	if err != nil {
 		return fmt.Errorf("job queue: %w", err)
 	}
 	approvals.SetQueue(queue)
+	agboms.SetQueue(queue)
 	// Approvals are announced on the NotificationChannels that select
 	// them, by jobs enqueued with the Approval.
 	notifyJobs.SetQueue(queue)
@@ -347,6 +358,8 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		Announcer:      notifier,
 		Inviter:        notifier,
 		PublicRoutes:   publicRoutes,
+		AgBOMQueue:     agbomQueue(agboms, gatewayPort),
+		Cluster:        cluster,
 		Sandbox:        osTools,
 		Store:          st,
 		Logger:         logger,
@@ -368,16 +381,20 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		return err
 	}
 	defer stopQueue(queue, logger)
-	if gw := srv.Gateway(); gw != nil {
+	agboms.Bind(srv.AgBOM())
+	gw := srv.Gateway()
+	if gw != nil {
 		approvals.Bind(gw)
 		notifier.SetDecider(gw)
 		notifyJobs.Bind(notifier)
 		inviteJobs.Bind(notifier)
-		// The queue stops when up returns, not when ctx ends, so that
-		// jobs are not cut off halfway through a store write.
-		if err := queue.Start(context.WithoutCancel(ctx)); err != nil {
-			return fmt.Errorf("start job queue: %w", err)
-		}
+	}
+	// The queue stops when up returns, not when ctx ends, so that
+	// jobs are not cut off halfway through a store write.
+	if err := queue.Start(context.WithoutCancel(ctx)); err != nil {
+		return fmt.Errorf("start job queue: %w", err)
+	}
+	if gw != nil {
 		if err := gw.Sweep(ctx); err != nil {
 			logger.Error("sweep approvals at start-up", "err", err)
 		}
@@ -391,6 +408,16 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		return fmt.Errorf("serve: %w", err)
 	}
 	return nil
+}
+
+// agbomQueue is where AgBOM refreshes go: River's default queue, which
+// this process works only with the tool gateway (jobs.Cluster.Queues: the
+// approval jobs need one), else nil, and the server refreshes in-process.
+func agbomQueue(q *jobs.AgBOMs, gatewayPort int) agbom.Queue {
+	if gatewayPort == 0 {
+		return nil
+	}
+	return q
 }
 
 // stopQueue stops the job queue, giving running jobs 5 seconds, and never

@@ -45,6 +45,7 @@ func (s *Server) routes() *fiber.App {
 	v1.Get("/audit/verify", s.handleAuditVerify)
 	s.apikeyRoutes(v1)
 	s.approvalRoutes(v1)
+	s.agbomRoutes(v1)
 
 	v1.Get("/namespaces/:ns/:plural", s.handleList)
 	v1.Get("/namespaces/:ns/:plural/:name", s.handleGet)

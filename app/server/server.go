@@ -18,6 +18,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/warden-dev/warden/app/adapter"
+	"github.com/warden-dev/warden/app/agbom"
 	"github.com/warden-dev/warden/app/apply"
 	"github.com/warden-dev/warden/app/auth"
 	"github.com/warden-dev/warden/app/authz"
@@ -31,6 +32,7 @@ import (
 	"github.com/warden-dev/warden/app/store"
 	"github.com/warden-dev/warden/app/watch"
 	"github.com/warden-dev/warden/app/workload"
+	"github.com/warden-dev/warden/jobs"
 	"github.com/warden-dev/warden/tenants"
 	"github.com/warden-dev/warden/web"
 )
@@ -55,9 +57,11 @@ type Config struct {
 	// AllowPlaintext lets a listener off loopback serve without TLS. Without
 	// it the server refuses to start there.
 	AllowPlaintext bool
-	// Keyring seals Secret values and workload signing keys. nil means an
-	// ephemeral random master key (tests): secrets then do not survive a
-	// restart, and a warning is logged.
+	// Keyring seals Secret values and workload signing keys. New refuses
+	// one whose master key is not the store's installation's
+	// (secret.CheckMasterKey). nil means an ephemeral random master key
+	// (tests): secrets then do not survive a restart, and a warning is
+	// logged.
 	Keyring *secret.Keyring
 	// PublicURL is the control plane's externally visible base URL, the
 	// issuer of workload tokens; default http://<ControlAddr>.
@@ -86,9 +90,16 @@ type Config struct {
 	Sandbox gateway.OSRunner
 	// Guardians calls external Guardian Agents over AOS.
 	Guardians gateway.Guardian
+	// AgBOMQueue runs the AgBOM refresh of every AgentCompiled as a
+	// durable job (jobs.AgBOMs); nil refreshes in-process.
+	AgBOMQueue agbom.Queue
 	// Queue runs approval resumption and expiry as durable jobs; nil runs
 	// resumption in-process.
 	Queue gateway.Queue
+	// Cluster runs key rotation, retention and the approval sweep once
+	// per cluster, as River periodic jobs that New binds to this server;
+	// nil runs rotation and retention on this server's own timers.
+	Cluster *jobs.Cluster
 	// Announcer enqueues a new Approval's notifications in the transaction
 	// that creates it (notifications.Service); nil sends none.
 	Announcer gateway.Announcer
@@ -211,6 +222,10 @@ type Server struct {
 	console *web.Console
 	// gateway is the tool gateway; nil with GatewayAddr "off".
 	gateway *gateway.Gateway
+	// agbom serves and regenerates AgBOMs; stopAgBOM ends its event
+	// subscription.
+	agbom     *agbom.Service
+	stopAgBOM func()
 	// base ends streams when the server shuts down.
 	base   context.Context
 	cancel context.CancelFunc
@@ -221,6 +236,11 @@ func New(cfg Config) (*Server, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if cfg.Keyring != nil {
+		if err := checkMasterKey(cfg); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.Keyring == nil {
 		kr, err := ephemeralKeyring()
@@ -295,6 +315,11 @@ func New(cfg Config) (*Server, error) {
 		cancel()
 		return nil, err
 	}
+	if s.agbom, err = agbom.New(agbom.Config{Store: cfg.Store, Bus: bus, Logger: cfg.Logger, Now: cfg.Now}); err != nil {
+		cancel()
+		return nil, fmt.Errorf("agbom: %w", err)
+	}
+	s.stopAgBOM = s.agbom.Watch(bus, cfg.AgBOMQueue)
 	// Grants change with RoleBindings and the Tenant record: drop the
 	// tenant's cached decisions whenever one is applied.
 	bus.Subscribe(func(ev events.Event) {
@@ -303,6 +328,9 @@ func New(cfg Config) (*Server, error) {
 		}
 	})
 	s.app = s.routes()
+	if cfg.Cluster != nil {
+		cfg.Cluster.Bind(s)
+	}
 	return s, nil
 }
 
@@ -343,8 +371,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 func (s *Server) serveControl(ctx context.Context, ln net.Listener) error {
 	errc := make(chan error, 1)
 	go func() { errc <- s.app.Listener(ln) }()
-	go s.rotateSigningKeys(s.base)
-	go s.retain(s.base, s.cfg.ChangeHistory)
+	s.background(s.base)
 	select {
 	case err := <-errc:
 		s.stopBackground()
@@ -365,6 +392,7 @@ func (s *Server) serveControl(ctx context.Context, ln net.Listener) error {
 func (s *Server) stopBackground() {
 	s.cancel()
 	s.hub.Close()
+	s.stopAgBOM()
 }
 
 // closeGateway stops the gateway's background work once no request can
