@@ -1,6 +1,7 @@
 package notifications_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
@@ -64,6 +65,9 @@ func TestConsoleApprover(t *testing.T) {
 	require.Len(t, e.ext.got("/refund"), 1)
 	require.Contains(t, string(e.pageAs(alice, http.MethodGet, "/approvals", nil).raw), "0 pending approvals")
 
+	// One decision, one audit record, with its rationale.
+	require.Equal(t, []string{"approve via console: within the refund policy"}, e.decisionRecords(ap))
+
 	// A second decision: 409 as a page naming who decided.
 	r = e.pageAs(alice, http.MethodPost, "/approvals/default/"+ap+"/decide", url.Values{oidc.CSRFField: {csrf}, "decision": {"deny"}})
 	require.Equal(t, http.StatusConflict, r.status)
@@ -111,4 +115,38 @@ func TestInvitationEmailed(t *testing.T) {
 	recs := e.waitDeliveries(notifications.InvitationRecord("newcomer@example.com"), 1)
 	require.Equal(t, "delivered", recs[0].Outcome)
 	require.Equal(t, "mail", recs[0].Channel)
+}
+
+// TestAPIDecisionAuditedOnce: a decision through the API is one audit
+// record, the gateway's, naming the channel and the rationale.
+func TestAPIDecisionAuditedOnce(t *testing.T) {
+	t.Parallel()
+	e := start(t, "sqlite://"+t.TempDir()+"/warden.db")
+	call := e.pause(43)
+	ap := "ap-" + strings.TrimPrefix(call, "tc-")
+	r := do(t, http.MethodPost, e.cpURL+"/v1/approvals/"+ap+"/decide", e.admin, []byte(`{"decision": "deny", "rationale": "not this one"}`), nil)
+	require.Equal(t, http.StatusOK, r.status, string(r.raw))
+	require.Equal(t, []string{"deny via api: not this one"}, e.decisionRecords(ap))
+}
+
+// decisionRecords are the reasons of the approvals/decide audit records
+// of approval ap.
+func (e *env) decisionRecords(ap string) []string {
+	e.t.Helper()
+	var out struct {
+		Items []struct {
+			Resource string `json:"resource"`
+			Reason   string `json:"reason"`
+			Outcome  string `json:"outcome"`
+		} `json:"items"`
+	}
+	r := do(e.t, http.MethodGet, e.cpURL+"/v1/audit?verb=approvals/decide&limit=1000", e.admin, nil, nil)
+	require.NoError(e.t, json.Unmarshal(r.raw, &out), string(r.raw))
+	var reasons []string
+	for _, it := range out.Items {
+		if it.Resource == "Approval/"+ap && it.Outcome == "allowed" {
+			reasons = append(reasons, it.Reason)
+		}
+	}
+	return reasons
 }

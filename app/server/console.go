@@ -140,6 +140,9 @@ type consoleAction struct {
 	tenant, actor string
 	err           error
 	noted         bool
+	// recorded is set when the service wrote the action's audit record
+	// itself (an approval decision with its rationale).
+	recorded bool
 }
 
 type consoleActionKey struct{}
@@ -185,6 +188,9 @@ func (s *Server) auditConsole(c *fiber.Ctx, p auth.Principal, signedIn bool, act
 	}
 	if !signedIn && act.tenant == "" {
 		return // nobody to attribute it to, and no tenant to write it in
+	}
+	if act.recorded && err == nil && act.err == nil {
+		return
 	}
 	status := c.Response().StatusCode()
 	if err != nil {

@@ -192,6 +192,12 @@ func (cs consoleScreens) Decide(ctx context.Context, p auth.Principal, ns, name,
 		return apierr.New(apierr.CodeUnavailable, "the tool gateway is not running")
 	}
 	_, err := cs.s.gateway.Decide(ctx, p, ns, name, gateway.DecideRequest{Decision: decision, Rationale: rationale, Channel: gateway.ChannelConsole}, override)
+	if err == nil {
+		// The gateway wrote the decision's audit record, with its rationale.
+		if act, ok := ctx.Value(consoleActionKey{}).(*consoleAction); ok {
+			act.recorded = true
+		}
+	}
 	return err
 }
 
