@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -65,6 +66,50 @@ func browser(t *testing.T) (context.Context, func() []string) {
 	return ctx, func() []string { mu.Lock(); defer mu.Unlock(); return append([]string(nil), seen...) }
 }
 
+// axePath is axe-core's axe.min.js: $AXE_CORE_JS, else where `make
+// test-deps` installs it.
+func axePath() string {
+	if p := os.Getenv("AXE_CORE_JS"); p != "" {
+		return p
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".cache", "warden", "axe", "node_modules", "axe-core", "axe.min.js")
+}
+
+// axeViolation is one rule axe-core reports as violated.
+type axeViolation struct {
+	ID     string `json:"id"`
+	Impact string `json:"impact"`
+	Help   string `json:"help"`
+	Nodes  []struct {
+		Target []string `json:"target"`
+	} `json:"nodes"`
+}
+
+// checkAccessible runs axe-core on the current page at 1280 and 390 px
+// wide and fails on any serious or critical violation.
+func checkAccessible(t *testing.T, ctx context.Context, where string) {
+	t.Helper()
+	src, err := os.ReadFile(axePath())
+	if err != nil {
+		t.Fatalf("axe-core is needed at %s (make test-deps, or set AXE_CORE_JS): %v", axePath(), err)
+	}
+	for _, width := range []int64{1280, 390} {
+		require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(width, 900)), "viewport")
+		_, err := chromedp.Run(ctx, chromedp.Evaluate[bool](string(src)+";true"))
+		require.NoError(t, err, "inject axe-core")
+		vs, err := chromedp.Run(ctx, chromedp.Evaluate[[]axeViolation](
+			`axe.run(document, {resultTypes: ["violations"]}).then(r => r.violations)`, chromedp.EvalAwaitPromise))
+		require.NoError(t, err, "run axe-core on %s", where)
+		for _, v := range vs {
+			if v.Impact == "serious" || v.Impact == "critical" {
+				t.Errorf("%s at %d px: %s (%s): %s, %+v", where, width, v.ID, v.Impact, v.Help, v.Nodes)
+			}
+		}
+	}
+	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(1280, 900)), "viewport")
+}
+
 // TestBrowserApproveFromEmail: an agent's call pauses, the e-mail arrives
 // at the SMTP server, its link opens the approval page in Chromium, the
 // approver approves with a rationale, the tool runs once, the agent's
@@ -100,6 +145,7 @@ func TestBrowserApproveFromEmail(t *testing.T) {
 	require.Contains(t, body, "payments.refund")
 	require.Contains(t, body, `"amount": 99`)
 	require.Equal(t, "pending", e.approvalStatus("ap-"+strings.TrimPrefix(call, "tc-")), "opening the link decided")
+	checkAccessible(t, ctx, "the e-mail link's page")
 	require.NoError(t, chromedp.Do(ctx,
 		chromedp.SendKeys(css(`#rationale`), "customer called, refund agreed"),
 		chromedp.Click(css(`button[value=approve]`)),
@@ -108,6 +154,7 @@ func TestBrowserApproveFromEmail(t *testing.T) {
 	body, err = chromedp.Run(ctx, chromedp.Text(css(`main`)))
 	require.NoError(t, err)
 	require.Contains(t, body, "customer called, refund agreed")
+	checkAccessible(t, ctx, "the decided link page")
 	require.Contains(t, body, "alice@example.com")
 
 	select {
@@ -131,6 +178,12 @@ func TestBrowserApproveFromEmail(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, inbox, "0 pending approvals")
 	require.Contains(t, inbox, "Nothing waits for you")
+	checkAccessible(t, ctx, "the inbox")
+	ap := "ap-" + strings.TrimPrefix(call, "tc-")
+	for _, path := range []string{"/approvals/default/" + ap, "/toolcalls", "/toolcalls/default/" + call, "/fleet/agents", "/fleet/agents/default/bot", "/no-such-page"} {
+		require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(e.cpURL+path), chromedp.WaitVisible(css(`main h1`))), path)
+		checkAccessible(t, ctx, path)
+	}
 	csp, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`window.__csp || []`))
 	require.NoError(t, err)
 	require.Empty(t, csp)

@@ -58,7 +58,7 @@ func Summary(d Detail) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 3, "</code></h2><div class=\"table-wrap\"><table><caption class=\"visually-hidden\">The call awaiting a decision</caption> <tbody><tr><th scope=\"row\">Namespace</th><td>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 3, "</code></h2><div class=\"table-wrap\" role=\"region\" aria-label=\"The call awaiting a decision\" tabindex=\"0\"><table><caption class=\"visually-hidden\">The call awaiting a decision</caption> <tbody><tr><th scope=\"row\">Namespace</th><td>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -395,7 +395,7 @@ func CallView(m CallModel) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 29, "</h2><div class=\"table-wrap\"><table><caption class=\"visually-hidden\">The call</caption> <tbody><tr><th scope=\"row\">Namespace</th><td>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 29, "</h2><div class=\"table-wrap\" role=\"region\" aria-label=\"The call\" tabindex=\"0\"><table><caption class=\"visually-hidden\">The call</caption> <tbody><tr><th scope=\"row\">Namespace</th><td>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
