@@ -110,13 +110,30 @@ func checkAccessible(t *testing.T, ctx context.Context, where string) {
 	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(1280, 900)), "viewport")
 }
 
-// TestBrowserApproveFromEmail: an agent's call pauses, the e-mail arrives
+// TestBrowserDecideFromEmail: an agent's call pauses, the e-mail arrives
 // at the SMTP server, its link opens the approval page in Chromium, the
-// approver approves with a rationale, the tool runs once, the agent's
-// long-poll returns Succeeded and the approver's inbox is empty.
-func TestBrowserApproveFromEmail(t *testing.T) {
+// approver approves (SQLite) or denies (Postgres) with a rationale, the
+// tool runs once or never, the agent's long-poll returns Succeeded or
+// Denied, the approver's inbox is empty and the audit log shows the
+// decision and the rationale; every page passes axe-core.
+func TestBrowserDecideFromEmail(t *testing.T) {
 	t.Parallel()
-	e := start(t, "sqlite://"+t.TempDir()+"/warden.db")
+	for _, tc := range []struct {
+		backend, decision, verdict, phase string
+		runs                              int
+	}{
+		{"sqlite", "approve", "approved", "Succeeded", 1},
+		{"postgres", "deny", "denied", "Denied", 0},
+	} {
+		t.Run(tc.backend+"/"+tc.decision, func(t *testing.T) {
+			t.Parallel()
+			browserFlow(t, backends()[tc.backend](t), tc.decision, tc.verdict, tc.phase, tc.runs)
+		})
+	}
+}
+
+func browserFlow(t *testing.T, storeURL, decision, verdict, phase string, runs int) {
+	e := start(t, storeURL)
 	cookie, _ := e.signIn("alice@example.com")
 	ctx, problems := browser(t)
 	css := func(s string) chromedp.CSS { return chromedp.CSS(s) }
@@ -148,9 +165,9 @@ func TestBrowserApproveFromEmail(t *testing.T) {
 	checkAccessible(t, ctx, "the e-mail link's page")
 	require.NoError(t, chromedp.Do(ctx,
 		chromedp.SendKeys(css(`#rationale`), "customer called, refund agreed"),
-		chromedp.Click(css(`button[value=approve]`)),
-		chromedp.WaitVisible(xpath(`//p[contains(., "Your decision is recorded: approved")]`)),
-	), "approve")
+		chromedp.Click(css(`button[value=`+decision+`]`)),
+		chromedp.WaitVisible(xpath(`//p[contains(., "Your decision is recorded: `+verdict+`")]`)),
+	), decision)
 	body, err = chromedp.Run(ctx, chromedp.Text(css(`main`)))
 	require.NoError(t, err)
 	require.Contains(t, body, "customer called, refund agreed")
@@ -159,11 +176,12 @@ func TestBrowserApproveFromEmail(t *testing.T) {
 
 	select {
 	case r := <-polled:
-		require.Equal(t, "Succeeded", r.str("status", "phase"), string(r.raw))
+		require.Equal(t, phase, r.str("status", "phase"), string(r.raw))
 	case <-time.After(wait):
 		t.Fatal("the agent's long-poll did not return")
 	}
-	require.Len(t, e.ext.got("/refund"), 1, "the tool ran exactly once")
+	require.Len(t, e.ext.got("/refund"), runs, "the tool ran %d times", runs)
+	require.Equal(t, []string{decision + " via email: customer called, refund agreed"}, e.decisionRecords("ap-"+strings.TrimPrefix(call, "tc-")))
 
 	// Signed in, the approver's inbox is empty.
 	require.NoError(t, chromedp.Do(ctx,
