@@ -150,3 +150,38 @@ func (e *env) decisionRecords(ap string) []string {
 	}
 	return reasons
 }
+
+// TestConsoleBreakGlass: a holder of breakglass sees the override and
+// uses it with a rationale; the approval is overridden and audited as
+// such; an approver without it sees no override.
+func TestConsoleBreakGlass(t *testing.T) {
+	t.Parallel()
+	e := start(t, "sqlite://"+t.TempDir()+"/warden.db")
+	e.apply(`apiVersion: warden.dev/v1alpha1
+kind: RoleBinding
+metadata: {name: glass}
+spec:
+  role: breakglass
+  subjects: [{kind: User, name: erin@example.com}]
+`)
+	erin, csrf := e.signIn("erin@example.com")
+	alice, _ := e.signIn("alice@example.com")
+	call := e.pause(44)
+	ap := "ap-" + strings.TrimPrefix(call, "tc-")
+	require.NotContains(t, string(e.pageAs(alice, http.MethodGet, "/approvals/default/"+ap, nil).raw), `name="override"`)
+	require.Contains(t, string(e.pageAs(erin, http.MethodGet, "/approvals/default/"+ap, nil).raw), `name="override"`)
+
+	// An override needs a rationale.
+	r := e.pageAs(erin, http.MethodPost, "/approvals/default/"+ap+"/decide", url.Values{oidc.CSRFField: {csrf}, "decision": {"approve"}, "override": {"on"}})
+	require.Equal(t, http.StatusBadRequest, r.status, string(r.raw))
+	require.Equal(t, "pending", e.approvalStatus(ap))
+
+	r = e.pageAs(erin, http.MethodPost, "/approvals/default/"+ap+"/decide",
+		url.Values{oidc.CSRFField: {csrf}, "decision": {"approve"}, "override": {"on"}, "rationale": {"incident 42: approvers unreachable"}})
+	require.Equal(t, http.StatusOK, r.status, string(r.raw))
+	require.Equal(t, "overridden", e.approvalStatus(ap))
+	final := do(t, http.MethodGet, e.gwURL+"/v1/tool-calls/"+call+"?wait=15s", e.bot(), nil, nil)
+	require.Equal(t, "Succeeded", final.str("status", "phase"), string(final.raw))
+	audit := string(do(t, http.MethodGet, e.cpURL+"/v1/audit?verb=approvals/override", e.admin, nil, nil).raw)
+	require.Contains(t, audit, "incident 42: approvers unreachable")
+}
