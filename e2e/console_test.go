@@ -356,6 +356,9 @@ func TestConsoleOIDCCodeFlowInBrowser(t *testing.T) {
 		chromedp.SendKeys(css(`#username`), "alice@acme.example"),
 		chromedp.SendKeys(css(`#password`), "verysecure"),
 		chromedp.Click(css(`button[type=submit]`)),
+		// The owner may decide approvals: they land on the inbox.
+		chromedp.WaitVisible(css(`#inbox`)),
+		chromedp.Navigate(base+"/members"),
 		chromedp.WaitVisible(css(`#members-region`)),
 	)
 	members, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`#members-region`)))
