@@ -28,8 +28,10 @@ import (
 	"golang.org/x/oauth2"
 	"golang.org/x/text/language"
 
+	appaudit "github.com/warden-dev/warden/app/audit"
 	"github.com/warden-dev/warden/app/oidc"
 	"github.com/warden-dev/warden/app/server"
+	"github.com/warden-dev/warden/app/store"
 	"github.com/warden-dev/warden/app/store/backend"
 	"github.com/warden-dev/warden/tenants"
 	"github.com/warden-dev/warden/web"
@@ -366,6 +368,14 @@ func TestConsoleOIDCCodeFlowInBrowser(t *testing.T) {
 	require.Contains(t, members, "alice@acme.example")
 	require.Contains(t, members, "active", "the first sign-in activates the member")
 	checkCSP(t, ctx, "/members after the code flow")
+	var signins []appaudit.Record
+	require.NoError(t, st.View(bg, "acme", func(ctx context.Context, r store.Reader) error {
+		var err error
+		signins, err = r.AuditList(ctx, store.AuditListParams{Verb: "signin", Limit: 10})
+		return err
+	}))
+	require.Len(t, signins, 1, "the sign-in is audited")
+	require.Equal(t, "user:alice@acme.example", signins[0].Actor)
 	screenshot(t, ctx, "oidc-members")
 
 	do("create a key",
