@@ -167,7 +167,7 @@ func (s *Service) Deliver(ctx context.Context, a jobs.NotifyArgs, attempt int, f
 	}
 	rec.Time = s.cfg.Now().UTC()
 	if rerr := s.cfg.Store.Update(ctx, a.Tenant, func(ctx context.Context, tx store.Tx) error {
-		return tx.DeliveryInsert(ctx, rec)
+		return store.DeliveryInsert(ctx, tx, rec)
 	}); rerr != nil {
 		// A delivered message is not sent again because its record
 		// could not be written.

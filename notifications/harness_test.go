@@ -362,7 +362,7 @@ func (e *env) deliveries(approval string) []store.Delivery {
 	var out []store.Delivery
 	require.NoError(e.t, e.st.View(context.Background(), server.LocalTenant, func(ctx context.Context, r store.Reader) error {
 		var err error
-		out, err = r.DeliveryList(ctx, "default", approval)
+		out, err = store.DeliveryList(ctx, r, "default", approval)
 		return err
 	}))
 	return out

@@ -151,7 +151,7 @@ func (s *Service) DeliverInvite(ctx context.Context, a jobs.InviteArgs, attempt 
 		}
 	}
 	rec.Time = s.cfg.Now().UTC()
-	if rerr := s.cfg.Store.Update(ctx, a.Tenant, func(ctx context.Context, tx store.Tx) error { return tx.DeliveryInsert(ctx, rec) }); rerr != nil {
+	if rerr := s.cfg.Store.Update(ctx, a.Tenant, func(ctx context.Context, tx store.Tx) error { return store.DeliveryInsert(ctx, tx, rec) }); rerr != nil {
 		s.log.ErrorContext(ctx, "record an invitation attempt", "err", rerr)
 	}
 	if errors.Is(err, errNoMailChannel) {

@@ -150,7 +150,7 @@ func (cs consoleScreens) Approval(ctx context.Context, p auth.Principal, ns, nam
 				pg.Record.Phase, _ = tc.Status["phase"].(string)
 			}
 		}
-		ds, err := r.DeliveryList(ctx, ns, name)
+		ds, err := store.DeliveryList(ctx, r, ns, name)
 		if err != nil {
 			return err
 		}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -37,13 +38,15 @@ type Delivery struct {
 	Time  time.Time
 }
 
-// DeliveryTx records delivery attempts.
+// DeliveryTx records delivery attempts. The drivers' write transactions
+// implement it; use DeliveryInsert, which asks for it.
 type DeliveryTx interface {
 	// DeliveryInsert appends one attempt's record.
 	DeliveryInsert(ctx context.Context, d Delivery) error
 }
 
-// DeliveryReader reads delivery attempts.
+// DeliveryReader reads delivery attempts. The drivers' transactions
+// implement it; use DeliveryList, which asks for it.
 type DeliveryReader interface {
 	// DeliveryList returns the attempts recorded for one approval, oldest
 	// first.
@@ -57,4 +60,23 @@ type DeliveryReader interface {
 // writes.
 type DriverTx interface {
 	DriverTx() any
+}
+
+// DeliveryInsert appends one attempt's record in tx.
+func DeliveryInsert(ctx context.Context, tx Tx, d Delivery) error {
+	dt, ok := tx.(DeliveryTx)
+	if !ok {
+		return fmt.Errorf("store: transaction %T cannot record deliveries", tx)
+	}
+	return dt.DeliveryInsert(ctx, d)
+}
+
+// DeliveryList returns the attempts recorded for one approval, oldest
+// first, read through r.
+func DeliveryList(ctx context.Context, r Reader, namespace, approval string) ([]Delivery, error) {
+	dr, ok := r.(DeliveryReader)
+	if !ok {
+		return nil, fmt.Errorf("store: reader %T cannot list deliveries", r)
+	}
+	return dr.DeliveryList(ctx, namespace, approval)
 }

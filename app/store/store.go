@@ -99,8 +99,6 @@ type Reader interface {
 	MemberReader
 	// GatewayReader reads the tool gateway's usage counters.
 	GatewayReader
-	// DeliveryReader reads notification delivery attempts.
-	DeliveryReader
 }
 
 // Tx is a read-write transaction bound to one tenant.
@@ -135,8 +133,6 @@ type Tx interface {
 	MemberTx
 	// GatewayTx holds idempotency claims and usage counters.
 	GatewayTx
-	// DeliveryTx records notification delivery attempts.
-	DeliveryTx
 }
 
 // ListParams selects one page of a list.

@@ -26,7 +26,7 @@ func testDeliveries(t *testing.T, s store.Store) {
 	}
 	require.NoError(t, s.Update(ctx, tenant, func(ctx context.Context, tx store.Tx) error {
 		for _, d := range attempts {
-			if err := tx.DeliveryInsert(ctx, d); err != nil {
+			if err := store.DeliveryInsert(ctx, tx, d); err != nil {
 				return err
 			}
 		}
@@ -36,7 +36,7 @@ func testDeliveries(t *testing.T, s store.Store) {
 		var out []store.Delivery
 		require.NoError(t, s.View(ctx, tenant, func(ctx context.Context, r store.Reader) error {
 			var err error
-			out, err = r.DeliveryList(ctx, "default", approval)
+			out, err = store.DeliveryList(ctx, r, "default", approval)
 			return err
 		}))
 		return out
@@ -53,7 +53,7 @@ func testDeliveries(t *testing.T, s store.Store) {
 
 	// A rolled-back transaction leaves no record.
 	require.Error(t, s.Update(ctx, tenant, func(ctx context.Context, tx store.Tx) error {
-		if err := tx.DeliveryInsert(ctx, store.Delivery{Namespace: "default", Approval: "ap-3", Channel: "c", Type: "email",
+		if err := store.DeliveryInsert(ctx, tx, store.Delivery{Namespace: "default", Approval: "ap-3", Channel: "c", Type: "email",
 			Recipient: "r", Attempt: 1, Outcome: store.DeliveryDelivered}); err != nil {
 			return err
 		}
