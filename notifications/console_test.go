@@ -88,6 +88,12 @@ func TestConsoleApprover(t *testing.T) {
 	require.Contains(t, string(r.raw), "Compiled manifest")
 	require.Contains(t, string(r.raw), "bot-dev")
 
+	// A failed OIDC callback is a page too.
+	r = e.pageAs("", http.MethodGet, "/auth/callback?error=access_denied&state=x", nil)
+	require.GreaterOrEqual(t, r.status, 400)
+	require.Contains(t, r.header.Get("Content-Type"), "text/html")
+	require.Contains(t, string(r.raw), "sign-in")
+
 	for _, path := range []string{"/no-such-page", "/fleet/agents/default/ghost", "/toolcalls/default/tc-ghost"} {
 		r = e.pageAs(alice, http.MethodGet, path, nil)
 		require.Equal(t, http.StatusNotFound, r.status, path)

@@ -52,6 +52,12 @@ func (cs *Console) landing(c *fiber.Ctx, p auth.Principal) string {
 	return "/members"
 }
 
+// PageErrors is middleware that renders the error of what follows it as a
+// page in the console's style (never the API's JSON): the sign-in routes
+// of app/oidc use it, so an OIDC callback error or a person with no
+// membership gets a page.
+func (cs *Console) PageErrors(c *fiber.Ctx) error { return cs.pageErrors(c) }
+
 // pageErrors renders a screen's error as a page in the console's style
 // (never the API's JSON): 400, 403, 404, 409 and the rest.
 func (cs *Console) pageErrors(c *fiber.Ctx) error {
@@ -72,6 +78,8 @@ func (cs *Console) pageErrors(c *fiber.Ctx) error {
 		m.Message = cs.env.ErrorMessage(c, "show this page", err)
 	}
 	switch m.Status {
+	case fiber.StatusUnauthorized:
+		m.Heading = "Sign-in failed"
 	case fiber.StatusNotFound:
 		m.Heading = "Not found"
 	case fiber.StatusForbidden:

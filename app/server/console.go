@@ -87,8 +87,8 @@ func (s *Server) buildConsole() error {
 func (s *Server) consoleRoutes(app *fiber.App) {
 	app.Use(s.consoleGuard)
 	if s.oidc != nil {
-		app.Get("/auth/login", web.SecurityHeaders, s.oidc.Login)
-		app.Get("/auth/callback", web.SecurityHeaders, s.oidc.Callback)
+		app.Get("/auth/login", web.SecurityHeaders, s.console.PageErrors, s.oidc.Login)
+		app.Get("/auth/callback", web.SecurityHeaders, s.console.PageErrors, s.oidc.Callback)
 		app.Post("/auth/logout", web.SecurityHeaders, s.oidc.Logout)
 	}
 	s.console.Register(app)
