@@ -20,8 +20,10 @@ STATICCHECK := $(GOBIN)/staticcheck
 TEMPL_VERSION ?= v0.3.1020
 TEMPL := $(GOBIN)/templ
 
-# Browser tests (e2e/console_test.go) drive Debian's chromium.
+# Browser tests (e2e/console_test.go) drive this chromium; they read the
+# same variable from the environment (default /usr/bin/chromium).
 CHROMIUM ?= /usr/bin/chromium
+export CHROMIUM
 
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
 export TEST_DATABASE_URL

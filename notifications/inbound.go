@@ -10,6 +10,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/warden-dev/warden/app/api"
 	"github.com/warden-dev/warden/app/apierr"
 	"github.com/warden-dev/warden/app/auth"
 	"github.com/warden-dev/warden/app/gateway"
@@ -82,7 +83,7 @@ func (s *Service) webhookDecision(c *fiber.Ctx) error {
 		return apierr.New(apierr.CodeInvalidRequest, "data must name approval, decision and decidedBy")
 	}
 	out, err := s.decide(c.UserContext(), tenant, ns, d.Approval, strings.ToLower(d.DecidedBy), actor,
-		gateway.DecideRequest{Decision: d.Decision, Rationale: d.Rationale, Channel: gateway.ChannelWebhook})
+		api.DecideRequest{Decision: d.Decision, Rationale: d.Rationale, Channel: gateway.ChannelWebhook})
 	if err != nil {
 		return err
 	}
@@ -121,7 +122,7 @@ func (s *Service) slackAction(c *fiber.Ctx) error {
 		rationale += " by @" + in.User.Username
 	}
 	out, err := s.decide(ctx, tenant, ns, approval, email, actor,
-		gateway.DecideRequest{Decision: decision, Rationale: rationale, Channel: gateway.ChannelSlack})
+		api.DecideRequest{Decision: decision, Rationale: rationale, Channel: gateway.ChannelSlack})
 	if err != nil {
 		return err
 	}
@@ -132,7 +133,7 @@ func (s *Service) slackAction(c *fiber.Ctx) error {
 // decide makes the decision of the member with e-mail email through the
 // Decider, the API's path: the same authorization, audit and first-wins
 // rule. A person who is not a member is refused and audited.
-func (s *Service) decide(ctx context.Context, tenant, ns, approval, email, actor string, req gateway.DecideRequest) (*resource.Object, error) {
+func (s *Service) decide(ctx context.Context, tenant, ns, approval, email, actor string, req api.DecideRequest) (*resource.Object, error) {
 	if s.cfg.Decider == nil {
 		return nil, apierr.New(apierr.CodeUnavailable, "approvals cannot be decided on this server")
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/warden-dev/warden/app/api"
 	"github.com/warden-dev/warden/app/apierr"
 	"github.com/warden-dev/warden/app/gateway"
 	"github.com/warden-dev/warden/app/resource"
@@ -48,7 +49,7 @@ func (s *Service) DecideLink(ctx context.Context, token, decision, rationale str
 		return LinkView{}, err
 	}
 	if _, err := s.decide(ctx, c.Tenant, c.Namespace, c.Approval, c.Recipient, "email:"+c.Recipient,
-		gateway.DecideRequest{Decision: decision, Rationale: rationale, Channel: gateway.ChannelEmail}); err != nil {
+		api.DecideRequest{Decision: decision, Rationale: rationale, Channel: gateway.ChannelEmail}); err != nil {
 		v, verr := s.linkView(ctx, c)
 		if verr != nil {
 			return LinkView{}, err

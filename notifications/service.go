@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/warden-dev/warden/app/api"
 	"github.com/warden-dev/warden/app/audit"
 	"github.com/warden-dev/warden/app/auth"
-	"github.com/warden-dev/warden/app/gateway"
 	"github.com/warden-dev/warden/app/resource"
 	"github.com/warden-dev/warden/app/secret"
 	"github.com/warden-dev/warden/app/store"
@@ -23,7 +23,7 @@ import (
 // Decider decides approvals; *gateway.Gateway is one. Every channel
 // decides through it, as the API does.
 type Decider interface {
-	Decide(ctx context.Context, p auth.Principal, ns, name string, req gateway.DecideRequest, override bool) (*resource.Object, error)
+	Decide(ctx context.Context, p auth.Principal, ns, name string, req api.DecideRequest, override bool) (*resource.Object, error)
 }
 
 // Enqueuer inserts notification jobs in a store transaction;

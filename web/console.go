@@ -69,9 +69,26 @@ type Deps struct {
 	Fleet     fleet.Service
 	// Menu (optional) says which menu entries a person may use.
 	Menu func(ctx context.Context, p auth.Principal) map[string]bool
+	// SignupLimiter (optional) limits sign-ups per client IP; a client
+	// over its limit gets the sign-up page with 429 Too Many Requests.
+	SignupLimiter Limiter
+	// SecureCookies marks the console's own cookies Secure even when the
+	// request arrived in plaintext (TLS terminated in front of Warden).
+	SecureCookies bool
+
+	// Authorize is app/authz's decision; the screens ask it what to offer
+	// (invite, create, manage). nil offers nothing.
+	Authorize func(ctx context.Context, p auth.Principal, verb, namespace, object string) error
 
 	Log *slog.Logger
 	Now func() time.Time
+}
+
+// Limiter is a rate limiter keyed by client (app/oidc's Limiter).
+type Limiter interface {
+	// Allow takes one token from key's bucket; when there is none,
+	// retryAfter says when the next one comes.
+	Allow(key string) (ok bool, retryAfter time.Duration)
 }
 
 // WithDefaults fills the optional fields.
@@ -137,15 +154,21 @@ func New(deps Deps) (*Console, error) {
 		return nil, err
 	}
 	assets := static.New()
+	cs := &Console{deps: deps, assets: assets}
 	env := &layout.Env{
-		Principal: deps.Principal, CSRFToken: deps.CSRFToken, CSRFField: deps.CSRFField, CSRFHeader: deps.CSRFHeader,
+		Principal: deps.Principal, CSRFToken: cs.csrfToken, CSRFField: deps.CSRFField, CSRFHeader: deps.CSRFHeader,
 		Tenants: deps.Tenants, SwitchTenantPath: deps.SwitchTenantPath,
 		StyleURL: assets.URL("style.css"), ScriptURL: assets.URL("htmx.min.js"), Log: deps.Log, Menu: deps.Menu,
+		Authorize: deps.Authorize,
 	}
-	return &Console{
+	var limit func(*fiber.Ctx) (bool, time.Duration)
+	if deps.SignupLimiter != nil {
+		limit = func(c *fiber.Ctx) (bool, time.Duration) { return deps.SignupLimiter.Allow(c.IP()) }
+	}
+	*cs = Console{
 		deps:   deps,
 		assets: assets,
-		signup: &signup.Handler{Env: env, Service: deps.Signup},
+		signup: &signup.Handler{Env: env, Service: deps.Signup, Limit: limit},
 		signin: &signin.Handler{Env: env, Issuers: deps.Issuers, TenantSSO: deps.TenantSSO, LoginPath: deps.LoginPath,
 			LocalMode: deps.LocalMode, SignupEnabled: deps.Signup != nil},
 		members:    &members.Handler{Env: env, Service: deps.Members},
@@ -156,7 +179,8 @@ func New(deps Deps) (*Console, error) {
 		toolcalls:  &toolcalls.Handler{Env: env, Service: deps.ToolCalls},
 		fleet:      &fleet.Handler{Env: env, Service: deps.Fleet},
 		env:        env,
-	}, nil
+	}
+	return cs, nil
 }
 
 // Register mounts the console on r. Every route gets SecurityHeaders;
@@ -169,8 +193,10 @@ func (cs *Console) Register(r fiber.Router) {
 
 	r.Get("/", sh, cs.root)
 	if cs.deps.Signup != nil {
-		r.Get("/signup", sh, cs.signup.Get)
-		r.Post("/signup", sh, cs.signup.Post)
+		// Anonymous, so guarded on its own: same origin, a double-submit
+		// form token and a per-client rate limit (in the handler).
+		r.Get("/signup", sh, cs.issueFormToken, cs.signup.Get)
+		r.Post("/signup", sh, SameOrigin, cs.checkFormToken, cs.signup.Post)
 	} else {
 		r.All("/signup", sh, signupDisabled)
 	}

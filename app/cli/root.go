@@ -68,6 +68,7 @@ current context of $WARDEN_HOME/config.yaml (written by 'warden up').`,
 		newApprovalsCmd(a),
 		newAgBOMCmd(a),
 		newDemoCmd(a),
+		newVersionCmd(a),
 	)
 	return root
 }

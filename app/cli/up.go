@@ -23,7 +23,6 @@ import (
 
 	"github.com/warden-dev/warden/app/agbom"
 	"github.com/warden-dev/warden/app/clientconfig"
-	"github.com/warden-dev/warden/app/compile"
 	"github.com/warden-dev/warden/app/gateway"
 	"github.com/warden-dev/warden/app/oidc"
 	"github.com/warden-dev/warden/app/sandbox"
@@ -81,6 +80,9 @@ tokens. Register <public URL>/auth/callback as the redirect URL there.`,
 			if changeHistory == 0 || changeHistory < -1 {
 				return usagef("--change-history %d must be a number of entries, or -1 to keep them all", changeHistory)
 			}
+			if people.signupsPerHour < 1 {
+				return usagef("--signups-per-hour %d must be at least 1", people.signupsPerHour)
+			}
 			if people.issuer == "" && (people.clientID != "" || people.clientSecret != "") {
 				return usagef("--oidc-client-id and --oidc-client-secret need --oidc-issuer")
 			}
@@ -111,6 +113,7 @@ tokens. Register <public URL>/auth/callback as the redirect URL there.`,
 	f.StringVar(&people.name, "oidc-name", "Single sign-on", "label of the sign-in button")
 	f.StringVar(&people.publicURL, "public-url", "", "externally visible base URL: the OIDC redirect URL is <public-url>/auth/callback and workload tokens name it as issuer (default the control plane URL)")
 	f.BoolVar(&people.signup, "signup", false, "enable self-service tenant sign-up in the console (SaaS)")
+	f.IntVar(&people.signupsPerHour, "signups-per-hour", server.DefaultSignupsPerHour, "sign-ups one client IP may post an hour (with --signup)")
 	return cmd
 }
 
@@ -126,6 +129,7 @@ const (
 type peopleOptions struct {
 	issuer, clientID, clientSecret, name, publicURL string
 	signup                                          bool
+	signupsPerHour                                  int
 }
 
 // oidcConfig builds people sign-in from the flags; nil without an issuer.
@@ -198,6 +202,16 @@ type tlsOptions struct {
 }
 
 func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port, gatewayPort, changeHistory int, tlsOpts tlsOptions, people peopleOptions) error {
+	listeners, err := bindListeners(listenHost, port, gatewayPort)
+	if err != nil {
+		return err
+	}
+	defer listeners.Close()
+	// A certificate pair that does not load fails now, before first-start
+	// setup, like a busy port.
+	if _, err := (server.Config{TLSCertFile: tlsOpts.cert, TLSKeyFile: tlsOpts.key}).TLSConfig(); err != nil {
+		return err
+	}
 	home, err := clientconfig.Home(a.env.LookupEnv)
 	if err != nil {
 		return err
@@ -293,33 +307,18 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 			}
 		}()
 	}
-	fmt.Fprintf(w, "Warden is starting.\n")
-	fmt.Fprintf(w, "  control plane + console  %s\n", controlURL)
 	gatewayAddr, gatewayURL := server.GatewayOff, ""
 	if gatewayPort != 0 {
 		gatewayAddr = net.JoinHostPort(listenHost, strconv.Itoa(gatewayPort))
 		gatewayURL = scheme + "://" + net.JoinHostPort(clientHost(listenHost), strconv.Itoa(gatewayPort))
-		fmt.Fprintf(w, "  tool gateway             %s\n", gatewayURL)
 	}
-	fmt.Fprintf(w, "  store                    %s\n", redactURL(storeURL))
-	fmt.Fprintf(w, "  config                   %s\n", clientconfig.Path(home))
-	fmt.Fprintf(w, "  runtime                  %s\n", tuned)
-	if oidcCfg != nil {
-		fmt.Fprintf(w, "  console sign-in          %s (redirect URL %s)\n", people.issuer, oidcCfg.RedirectURL)
-	} else {
-		fmt.Fprintf(w, "  console sign-in          none (local mode: use the CLI and API keys; --oidc-issuer enables it)\n")
-	}
-	if tracer != nil {
-		fmt.Fprintf(w, "  traces (OTLP/HTTP)       %s\n", traceEndpoint)
-	}
-	fmt.Fprintf(w, "Press Ctrl-C to stop.\n")
 
 	var osTools gateway.OSRunner
+	var sandboxErr error
 	if gatewayPort != 0 {
 		runner, err := sandbox.New(ctx, sandbox.Config{Logger: logger})
 		if err != nil {
-			logger.Warn("OS tools are unavailable: the sandbox cannot run here", "err", err)
-			fmt.Fprintf(w, "  OS tool sandbox          unavailable (%v)\n", err)
+			sandboxErr = err // said once, in the summary below
 		} else {
 			osTools = gateway.Sandbox{Runner: runner}
 		}
@@ -365,13 +364,15 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		Logger:         logger,
 		ControlAddr:    net.JoinHostPort(listenHost, controlPort),
 		GatewayAddr:    gatewayAddr,
-		Compile:        compile.Options{ToolGatewayURL: gatewayURL},
+		Compile:        manifestURLs(scheme, listenHost, publicURL, gatewayURL),
 		TLSCertFile:    tlsOpts.cert,
 		TLSKeyFile:     tlsOpts.key,
 		Keyring:        keyring,
 		PublicURL:      publicURL,
 		OIDC:           oidcCfg,
+		LocalSignIn:    oidcCfg == nil,
 		Signup:         people.signup,
+		SignupLimit:    oidc.RateLimit{Attempts: people.signupsPerHour, Window: time.Hour},
 		ChangeHistory:  changeHistory,
 		Tracer:         tracer,
 		AllowPlaintext: tlsOpts.allowPlaintext,
@@ -399,7 +400,29 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 			logger.Error("sweep approvals at start-up", "err", err)
 		}
 	}
-	err = srv.ListenAndServe(ctx)
+	// Everything that logs while starting (migrations, the queue, the
+	// sweep) has run: the summary comes last, just before serving.
+	fmt.Fprintf(w, "Warden is starting.\n")
+	fmt.Fprintf(w, "  control plane + console  %s\n", controlURL)
+	if gatewayURL != "" {
+		fmt.Fprintf(w, "  tool gateway             %s\n", gatewayURL)
+	}
+	fmt.Fprintf(w, "  store                    %s\n", redactURL(storeURL))
+	fmt.Fprintf(w, "  config                   %s\n", clientconfig.Path(home))
+	fmt.Fprintf(w, "  runtime                  %s\n", tuned)
+	if oidcCfg != nil {
+		fmt.Fprintf(w, "  console sign-in          %s (redirect URL %s)\n", people.issuer, oidcCfg.RedirectURL)
+	} else {
+		fmt.Fprintf(w, "  console sign-in          %s\n", localSignIn(ctx, srv, controlURL, logger))
+	}
+	if sandboxErr != nil {
+		fmt.Fprintf(w, "  OS tool sandbox          unavailable (%v)\n", sandboxErr)
+	}
+	if tracer != nil {
+		fmt.Fprintf(w, "  traces (OTLP/HTTP)       %s\n", traceEndpoint)
+	}
+	fmt.Fprintf(w, "Press Ctrl-C to stop.\n")
+	err = srv.ServeListeners(ctx, listeners)
 	if ctx.Err() != nil && (err == nil || errors.Is(err, context.Canceled)) {
 		fmt.Fprintln(w, "Warden stopped.")
 		return nil

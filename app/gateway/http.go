@@ -9,13 +9,16 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/warden-dev/warden/app/api"
 	"github.com/warden-dev/warden/app/apierr"
 	"github.com/warden-dev/warden/app/auth"
 	"github.com/warden-dev/warden/app/authz"
+	"github.com/warden-dev/warden/app/listener"
 	"github.com/warden-dev/warden/app/resource"
 )
 
@@ -33,16 +36,17 @@ const localPrincipal = "warden.principal"
 
 // App returns the gateway's HTTP application (port 8081).
 func (g *Gateway) App() *fiber.App {
-	app := fiber.New(fiber.Config{
+	app := fiber.New(g.cfg.Timeouts.FiberConfig(fiber.Config{
 		AppName:               "warden-gateway",
 		BodyLimit:             4 * g.cfg.MaxInputBytes,
 		DisableStartupMessage: true,
 		ErrorHandler:          g.errorHandler,
 		JSONEncoder:           resource.MarshalValue,
-	})
-	app.Use(g.limitBody)
+	}))
+	g.cfg.Timeouts.Harden(app)
+	app.Use(listener.RequestID, listener.Recover(g.log), g.limitBody)
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.SendString("ok") })
-	v1 := app.Group("/v1", g.authenticate)
+	v1 := app.Group("/v1", listener.APIHeaders, g.authenticate)
 	v1.Post("/tool-calls", g.handleCreate)
 	v1.Get("/tool-calls/:id", g.handleGet)
 	v1.Post("/tool-calls/:id/cancel", g.handleCancel)
@@ -70,6 +74,13 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	return <-errc
 }
 
+// param returns a path parameter as a string of its own: Fiber's points
+// into a buffer reused once the handler returns, and a call's name may
+// reach work that outlives it (resumption, the recorder's batches).
+func param(c *fiber.Ctx, name string) string {
+	return strings.Clone(c.Params(name))
+}
+
 func (g *Gateway) limitBody(c *fiber.Ctx) error {
 	if c.Request().Header.ContentLength() > g.cfg.MaxInputBytes || len(c.Body()) > g.cfg.MaxInputBytes {
 		return apierr.New(apierr.CodePayloadTooLarge, "the request body is larger than the limit of %d bytes", g.cfg.MaxInputBytes)
@@ -78,7 +89,8 @@ func (g *Gateway) limitBody(c *fiber.Ctx) error {
 }
 
 func (g *Gateway) authenticate(c *fiber.Ctx) error {
-	p, err := g.cfg.Authn.Authenticate(c.UserContext(), c.Get(fiber.HeaderAuthorization))
+	want := strings.Clone(c.Get(auth.HeaderTenant))
+	p, err := g.cfg.Authn.Authenticate(auth.WithRequestedTenant(c.UserContext(), want), c.Get(fiber.HeaderAuthorization))
 	if err != nil {
 		if errors.Is(err, auth.ErrUnauthenticated) {
 			g.log.InfoContext(c.UserContext(), "unauthenticated gateway request", "path", c.Path(), "reason", err.Error())
@@ -87,6 +99,9 @@ func (g *Gateway) authenticate(c *fiber.Ctx) error {
 				"a valid credential is required: send Authorization: Bearer <workload token for audience warden:tool-gateway>")
 		}
 		return err
+	}
+	if want != "" && p.Tenant != want {
+		return apierr.New(apierr.CodeForbidden, "%s does not act in tenant %q (%s)", p.Subject, want, auth.HeaderTenant)
 	}
 	c.Locals(localPrincipal, p)
 	c.SetUserContext(auth.WithPrincipal(c.UserContext(), p))
@@ -112,10 +127,12 @@ func (g *Gateway) errorHandler(c *fiber.Ctx, err error) error {
 		case errors.As(err, &fe) && fe.Code < 500:
 			e = apierr.New(apierr.CodeInvalidRequest, "%s", fe.Message)
 		default:
-			g.log.ErrorContext(c.UserContext(), "gateway internal error", "err", err, "method", c.Method(), "path", c.Path())
-			e = apierr.New(apierr.CodeInternal, "internal error")
+			id := listener.RequestIDOf(c)
+			g.log.ErrorContext(c.UserContext(), "gateway internal error", "err", err, "method", c.Method(), "path", c.Path(), "requestId", id)
+			e = listener.InternalError(id)
 		}
 	}
+	e = listener.NameRequest(e, listener.RequestIDOf(c))
 	if s, ok := e.Details["retryAfterSeconds"].(int64); ok {
 		c.Set(fiber.HeaderRetryAfter, strconv.FormatInt(s, 10))
 	}
@@ -196,7 +213,7 @@ func (g *Gateway) handleCreate(c *fiber.Ctx) error {
 		if len(k) > 255 {
 			return apierr.New(apierr.CodeInvalidRequest, "Idempotency-Key is longer than 255 characters")
 		}
-		req.IdempotencyKey = k
+		req.IdempotencyKey = strings.Clone(k)
 	}
 	out, err := g.Call(c.UserContext(), principalOf(c), req)
 	return g.respond(c, out, err)
@@ -209,7 +226,9 @@ func namespaceOf(c *fiber.Ctx, p auth.Principal) (string, error) {
 		return p.Namespace, nil
 	}
 	if ns := c.Query("namespace"); ns != "" {
-		return ns, nil
+		// A copy: work the call starts (a resumption) outlives the
+		// handler, and Fiber reuses the query's buffer after it.
+		return strings.Clone(ns), nil
 	}
 	if p.Namespace != "" && p.Namespace != auth.AllNamespaces {
 		return p.Namespace, nil
@@ -223,7 +242,7 @@ func (g *Gateway) handleGet(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	name := c.Params("id")
+	name := param(c, "id")
 	if p.Agent == "" {
 		if err := g.cfg.Authz.Authorize(c.UserContext(), p, auth.VerbGet, ns, "toolcalls"); err != nil {
 			if errors.Is(err, auth.ErrForbidden) {
@@ -248,12 +267,17 @@ func (g *Gateway) handleGet(c *fiber.Ctx) error {
 		// Another agent's call does not exist for this caller.
 		return apierr.New(apierr.CodeNotFound, "tool call %q not found in namespace %q", name, ns)
 	}
-	if phase, _ := obj.Status["phase"].(string); wait > 0 && !Finished(phase) {
+	if wait == 0 {
+		return g.respond(c, &Outcome{Call: obj}, nil)
+	}
+	if phase, _ := obj.Status["phase"].(string); !Finished(phase) {
 		if obj, err = g.waitFor(c.UserContext(), p.Tenant, ns, name, wait, Finished); err != nil {
 			return err
 		}
 	}
-	return g.respond(c, &Outcome{Call: obj}, nil)
+	// The caller waits for the outcome: a denied approval is its answer,
+	// the documented ApprovalDenied (403), as for the call itself.
+	return g.respond(c, &Outcome{Call: obj}, approvalRefusal(obj))
 }
 
 func (g *Gateway) handleCancel(c *fiber.Ctx) error {
@@ -262,7 +286,7 @@ func (g *Gateway) handleCancel(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	obj, err := g.Cancel(c.UserContext(), p, ns, c.Params("id"))
+	obj, err := g.Cancel(c.UserContext(), p, ns, param(c, "id"))
 	if err != nil {
 		return err
 	}
@@ -285,7 +309,7 @@ func (g *Gateway) handleApprove(c *fiber.Ctx) error {
 			return apierr.New(apierr.CodeInvalidRequest, `the body must be {"rationale": "…"}: %s`, err)
 		}
 	}
-	ap, err := g.Decide(c.UserContext(), p, ns, ApprovalName(c.Params("id")), DecideRequest{Decision: DecisionApprove, Rationale: body.Rationale}, false)
+	ap, err := g.Decide(c.UserContext(), p, ns, ApprovalName(param(c, "id")), api.DecideRequest{Decision: api.DecisionApprove, Rationale: body.Rationale}, false)
 	if err != nil {
 		return err
 	}
@@ -304,7 +328,7 @@ func (g *Gateway) handleReplay(c *fiber.Ctx) error {
 		}
 		return err
 	}
-	out, err := g.Replay(c.UserContext(), p, ns, c.Params("id"))
+	out, err := g.Replay(c.UserContext(), p, ns, param(c, "id"))
 	return g.respond(c, out, err)
 }
 

@@ -85,10 +85,10 @@ func (h *Handler) session(c *fiber.Ctx) (*store.Session, error) {
 }
 
 // principalFor returns the principal of a person in a tenant, re-reading
-// the membership so that a removed member loses access at once. Owners get
-// auth.RoleOwner on every namespace. Everyone else gets viewer on every
-// namespace as a floor: their namespace roles come from RoleBindings, which
-// the authorization engine resolves for Subject "user:<email>".
+// the membership so that a removed member loses access at once. Its Role
+// (owner for owners, else viewer) is descriptive only: app/authz never
+// trusts a role carried on a person's principal and decides from
+// ownership and the RoleBindings of Subject "user:<email>".
 func (h *Handler) principalFor(ctx context.Context, tenant, email string) (auth.Principal, error) {
 	var m *store.Member
 	err := h.st.View(ctx, tenant, func(ctx context.Context, r store.Reader) error {
@@ -190,7 +190,7 @@ func (h *Handler) CSRF(c *fiber.Ctx) error {
 func checkCSRF(c *fiber.Ctx, s *store.Session) error {
 	got := c.Get(CSRFHeader)
 	if got == "" {
-		got = c.FormValue(CSRFField)
+		got = formValue(c, CSRFField)
 	}
 	if got == "" || subtle.ConstantTimeCompare([]byte(got), []byte(s.CSRFToken)) != 1 {
 		return apierr.New(apierr.CodeForbidden, "missing or wrong CSRF token: reload the page and try again")
@@ -219,4 +219,19 @@ func (h *Handler) Logout(c *fiber.Ctx) error {
 // or when this request arrived over TLS.
 func (h *Handler) secure(c *fiber.Ctx) bool {
 	return h.cfg.CookieSecure || c.Protocol() == "https"
+}
+
+// formValue returns a field of the request body (URL-encoded or
+// multipart), never of the query string, where a token would leak through
+// logs, history and Referer.
+func formValue(c *fiber.Ctx, name string) string {
+	if v := c.Request().PostArgs().Peek(name); len(v) > 0 {
+		return string(v)
+	}
+	if mf, err := c.MultipartForm(); err == nil {
+		if vs := mf.Value[name]; len(vs) > 0 {
+			return vs[0]
+		}
+	}
+	return ""
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/warden-dev/warden/app/api"
 	"github.com/warden-dev/warden/app/apierr"
 	"github.com/warden-dev/warden/app/auth"
 	"github.com/warden-dev/warden/app/authz"
@@ -191,7 +192,7 @@ func (cs consoleScreens) Decide(ctx context.Context, p auth.Principal, ns, name,
 	if cs.s.gateway == nil {
 		return apierr.New(apierr.CodeUnavailable, "the tool gateway is not running")
 	}
-	_, err := cs.s.gateway.Decide(ctx, p, ns, name, gateway.DecideRequest{Decision: decision, Rationale: rationale, Channel: gateway.ChannelConsole}, override)
+	_, err := cs.s.gateway.Decide(ctx, p, ns, name, api.DecideRequest{Decision: decision, Rationale: rationale, Channel: gateway.ChannelConsole}, override)
 	if err == nil {
 		// The gateway wrote the decision's audit record, with its rationale.
 		if act, ok := ctx.Value(consoleActionKey{}).(*consoleAction); ok {

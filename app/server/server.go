@@ -25,6 +25,7 @@ import (
 	"github.com/warden-dev/warden/app/compile"
 	"github.com/warden-dev/warden/app/events"
 	"github.com/warden-dev/warden/app/gateway"
+	"github.com/warden-dev/warden/app/listener"
 	"github.com/warden-dev/warden/app/oidc"
 	"github.com/warden-dev/warden/app/policy"
 	"github.com/warden-dev/warden/app/resource"
@@ -78,6 +79,13 @@ type Config struct {
 	OIDC *oidc.Config
 	// Signup enables self-service tenant sign-up in the console (SaaS).
 	Signup bool
+	// LocalSignIn, without OIDC, lets the person at the machine into the
+	// console as the local owner through one-time links
+	// (Server.LocalSignInLink, printed by `warden up`).
+	LocalSignIn bool
+	// SignupLimit is how many sign-ups one client IP may post per
+	// window (default DefaultSignupsPerHour an hour).
+	SignupLimit oidc.RateLimit
 	// ChangeHistory is how many change-log entries each tenant keeps
 	// (compacted every 10 seconds); zero means DefaultChangeHistory, a negative
 	// number keeps them all.
@@ -111,7 +119,10 @@ type Config struct {
 	PublicRoutes func(r fiber.Router)
 	// Tracer receives one trace per tool call; nil means none.
 	Tracer trace.TracerProvider
-	Now    func() time.Time
+	// Timeouts bound how long a client may take to send a request on
+	// every listener (zero fields: listener's defaults).
+	Timeouts listener.Timeouts
+	Now      func() time.Time
 }
 
 // WithDefaults returns a copy of c with defaults filled in.
@@ -131,10 +142,12 @@ func (c Config) WithDefaults() Config {
 	if c.BookmarkInterval <= 0 {
 		c.BookmarkInterval = 15 * time.Second
 	}
+	if c.SignupLimit.Attempts <= 0 || c.SignupLimit.Window <= 0 {
+		c.SignupLimit = oidc.RateLimit{Attempts: DefaultSignupsPerHour, Window: time.Hour}
+	}
 	if c.ChangeHistory == 0 {
 		c.ChangeHistory = DefaultChangeHistory
 	}
-	c.Compile = c.Compile.WithDefaults()
 	if c.PublicURL == "" {
 		scheme := "http"
 		if c.TLSCertFile != "" {
@@ -142,11 +155,20 @@ func (c Config) WithDefaults() Config {
 		}
 		c.PublicURL = scheme + "://" + c.ControlAddr
 	}
+	if c.Compile.ControlURL == "" {
+		// Manifests name the control plane as agents reach it.
+		c.Compile.ControlURL = c.PublicURL
+	}
+	c.Compile = c.Compile.WithDefaults()
 	if c.Adapters == nil {
 		c.Adapters = adapter.NewRegistry(adapter.NewLocal(c.Logger))
 	}
 	return c
 }
+
+// DefaultSignupsPerHour is how many sign-ups one client IP may post an
+// hour unless Config.SignupLimit says otherwise.
+const DefaultSignupsPerHour = 5
 
 // Validate reports configuration errors, naming the field.
 func (c Config) Validate() error {
@@ -304,6 +326,7 @@ func New(cfg Config) (*Server, error) {
 			Store: cfg.Store, Policies: policies, Authn: auth.NewAuthenticator(cfg.Store, cfg.Now, gwVerifiers...), Authz: az,
 			Secrets: secret.NewBroker(cfg.Keyring), OS: cfg.Sandbox, Guardians: cfg.Guardians, Queue: cfg.Queue, Announcer: cfg.Announcer, Bus: bus,
 			Tracer: cfg.Tracer, URL: cfg.Compile.ToolGatewayURL, Logger: cfg.Logger, Now: cfg.Now,
+			Timeouts: cfg.Timeouts,
 		})
 		if err != nil {
 			cancel()
@@ -418,31 +441,18 @@ func Run(ctx context.Context, cfg Config) error {
 // ListenAndServe listens on the configured addresses and serves until ctx
 // is cancelled.
 func (s *Server) ListenAndServe(ctx context.Context) error {
-	tlsCfg, err := s.cfg.TLSConfig()
+	if _, err := s.cfg.TLSConfig(); err != nil {
+		return err
+	}
+	gatewayAddr := s.cfg.GatewayAddr
+	if s.gateway == nil {
+		gatewayAddr = GatewayOff
+	}
+	ls, err := Listen(s.cfg.ControlAddr, gatewayAddr)
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", s.cfg.ControlAddr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", s.cfg.ControlAddr, err)
-	}
-	if tlsCfg != nil {
-		ln = tls.NewListener(ln, tlsCfg)
-	}
-	s.log.InfoContext(ctx, "control plane listening", "addr", ln.Addr().String(), "tls", tlsCfg != nil)
-	if s.gateway == nil {
-		return s.Serve(ctx, ln)
-	}
-	gln, err := net.Listen("tcp", s.cfg.GatewayAddr)
-	if err != nil {
-		_ = ln.Close()
-		return fmt.Errorf("listen on %s: %w", s.cfg.GatewayAddr, err)
-	}
-	if tlsCfg != nil {
-		gln = tls.NewListener(gln, tlsCfg)
-	}
-	s.log.InfoContext(ctx, "tool gateway listening", "addr", gln.Addr().String(), "tls", tlsCfg != nil)
-	return s.ServeAll(ctx, ln, gln)
+	return s.ServeListeners(ctx, ls)
 }
 
 // ServeAll serves the control plane on ln and the tool gateway on gln until
