@@ -244,6 +244,9 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.SendKeys(css(`#username`), "ada@acme.test"),
 		chromedp.SendKeys(css(`#password`), opPassword),
 		chromedp.Click(css(`button[type=submit]`)),
+		// The owner may decide approvals: they land on the inbox.
+		chromedp.WaitVisible(css(`#inbox`)),
+		chromedp.Navigate(base+"/members"),
 		chromedp.WaitVisible(css(`#members-region`)),
 	)
 	require.Contains(t, text(`#members-region`), "ada@acme.test")

@@ -176,7 +176,7 @@ func browserFlow(t *testing.T, storeURL, decision, verdict, phase string, runs i
 
 	select {
 	case r := <-polled:
-		require.Equal(t, phase, r.str("status", "phase"), string(r.raw))
+		require.Equal(t, phase, r.phase(), string(r.raw))
 	case <-time.After(wait):
 		t.Fatal("the agent's long-poll did not return")
 	}

@@ -407,3 +407,12 @@ func (e *env) signInAs(email string, owner bool) (cookie, csrf string) {
 		Email: email, CSRFToken: csrf, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}))
 	return cookie, csrf
 }
+
+// phase is a call's phase in an answer: the record's, or the error's
+// details for a call that ended refused (ApprovalDenied).
+func (r resp) phase() string {
+	if p := r.str("status", "phase"); p != "" {
+		return p
+	}
+	return r.str("error", "details", "phase")
+}

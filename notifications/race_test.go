@@ -60,7 +60,7 @@ func TestTwoChannelsAtOnce(t *testing.T) {
 					want = "Succeeded"
 					approved++
 				}
-				require.Equal(t, want, final.str("status", "phase"), string(final.raw))
+				require.Equal(t, want, final.phase(), string(final.raw))
 			}
 			// Every approved call ran exactly once, a denied one never.
 			require.Equal(t, approved, len(e.ext.got("/refund")))
