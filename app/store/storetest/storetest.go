@@ -82,6 +82,7 @@ func Run(t *testing.T, open OpenFunc) {
 		{"MemoryDelete", testMemoryDelete},
 		{"MemoryTrim", testMemoryTrim},
 		{"MemoryCompact", testMemoryCompact},
+		{"Deliveries", testDeliveries},
 	}
 	tests = append(tests, traceTests...)
 	for _, tc := range tests {
