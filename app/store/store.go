@@ -99,6 +99,8 @@ type Reader interface {
 	MemberReader
 	// GatewayReader reads the tool gateway's usage counters.
 	GatewayReader
+	// RetentionReader reads the oldest records and the audit checkpoint.
+	RetentionReader
 }
 
 // Tx is a read-write transaction bound to one tenant.
@@ -133,6 +135,8 @@ type Tx interface {
 	MemberTx
 	// GatewayTx holds idempotency claims and usage counters.
 	GatewayTx
+	// RetentionTx deletes what the tenant's retention policy lets go.
+	RetentionTx
 }
 
 // ListParams selects one page of a list.
