@@ -27,11 +27,12 @@ const DefaultChangeHistory = 100_000
 const retainEvery = 10 * time.Second
 
 // Retain compacts every tenant's change log to Config.ChangeHistory
-// entries (none when it is negative) and sweeps the tool gateway's claims
-// and counters. It is the once-per-cluster retention job's work
+// entries (none when it is negative), sweeps the tool gateway's claims
+// and counters and applies every tenant's retention (RetainTenants). It is the once-per-cluster retention job's work
 // (jobs.Cluster). Two replicas running it at once do no harm: a compaction
 // takes the tenant's lock and moves the floor only up, and a sweep deletes
-// only what no call can use.
+// only what no call can use, and a record, event, session or audit record
+// is deleted once (a cut another replica made first is left alone).
 func (s *Server) Retain(ctx context.Context) error {
 	var errs []error
 	if keep := s.cfg.ChangeHistory; keep > 0 {
@@ -41,6 +42,9 @@ func (s *Server) Retain(ctx context.Context) error {
 	}
 	if err := SweepGateway(ctx, s.store, s.cfg.Now()); err != nil {
 		errs = append(errs, fmt.Errorf("sweep idempotency claims and usage counters: %w", err))
+	}
+	if err := RetainTenants(ctx, s.store, s.cfg.Keyring, s.cfg.Now()); err != nil {
+		errs = append(errs, fmt.Errorf("apply the tenants' retention: %w", err))
 	}
 	return errors.Join(errs...)
 }
