@@ -24,7 +24,7 @@ const (
 // finished call may go: for replicas whose clocks differ. A call whose
 // claim could still block a retry is never deleted, or the retry would
 // find the holder gone and run the tool again.
-const retentionSkew = time.Minute
+const retentionSkew = sweepMargin
 
 // Retention is a tenant's retention policy, its Tenant resource's
 // spec.retention with the defaults filled in.
