@@ -140,3 +140,8 @@ func (c Config) riverConfig() *river.Config {
 		Workers:              c.Workers,
 	}
 }
+
+// migrateLogger silences River's migrator: Open logs each migration it
+// applies once itself ("applied River migration", with its name), which
+// River's own line would otherwise repeat.
+func migrateLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

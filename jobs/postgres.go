@@ -92,7 +92,7 @@ func migratePostgres(ctx context.Context, ownerURL, appRole string, cfg Config) 
 		return fmt.Errorf("jobs: connect to %s to migrate: %w", redact(ownerURL), err)
 	}
 	defer owner.Close()
-	m, err := rivermigrate.New(riverpgxv5.New(owner), &rivermigrate.Config{Logger: cfg.Logger})
+	m, err := rivermigrate.New(riverpgxv5.New(owner), &rivermigrate.Config{Logger: migrateLogger()})
 	if err != nil {
 		return fmt.Errorf("jobs: River migrator: %w", err)
 	}

@@ -66,7 +66,9 @@ current context of $WARDEN_HOME/config.yaml (written by 'warden up').`,
 		newBenchCmd(a),
 		newToolCallsCmd(a),
 		newApprovalsCmd(a),
+		newAgBOMCmd(a),
 		newDemoCmd(a),
+		newVersionCmd(a),
 	)
 	return root
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/warden-dev/warden/app/auth"
 	"github.com/warden-dev/warden/app/authz"
 	"github.com/warden-dev/warden/app/events"
+	"github.com/warden-dev/warden/app/listener"
 	"github.com/warden-dev/warden/app/policy"
 	"github.com/warden-dev/warden/app/secret"
 	"github.com/warden-dev/warden/app/store"
@@ -148,6 +149,9 @@ type Config struct {
 	MaxInputBytes int
 	// RecordWorkers is the number of group-commit writers; default 2.
 	RecordWorkers int
+	// Timeouts bound how long a client may take to send a request
+	// (zero fields: listener's defaults).
+	Timeouts listener.Timeouts
 }
 
 // Gateway runs tool calls. Build it with New; it is safe for concurrent

@@ -18,12 +18,14 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/warden-dev/warden/app/adapter"
+	"github.com/warden-dev/warden/app/agbom"
 	"github.com/warden-dev/warden/app/apply"
 	"github.com/warden-dev/warden/app/auth"
 	"github.com/warden-dev/warden/app/authz"
 	"github.com/warden-dev/warden/app/compile"
 	"github.com/warden-dev/warden/app/events"
 	"github.com/warden-dev/warden/app/gateway"
+	"github.com/warden-dev/warden/app/listener"
 	"github.com/warden-dev/warden/app/oidc"
 	"github.com/warden-dev/warden/app/policy"
 	"github.com/warden-dev/warden/app/resource"
@@ -76,6 +78,9 @@ type Config struct {
 	OIDC *oidc.Config
 	// Signup enables self-service tenant sign-up in the console (SaaS).
 	Signup bool
+	// SignupLimit is how many sign-ups one client IP may post per
+	// window (default DefaultSignupsPerHour an hour).
+	SignupLimit oidc.RateLimit
 	// ChangeHistory is how many change-log entries each tenant keeps
 	// (compacted every 10 seconds); zero means DefaultChangeHistory, a negative
 	// number keeps them all.
@@ -88,6 +93,9 @@ type Config struct {
 	Sandbox gateway.OSRunner
 	// Guardians calls external Guardian Agents over AOS.
 	Guardians gateway.Guardian
+	// AgBOMQueue runs the AgBOM refresh of every AgentCompiled as a
+	// durable job (jobs.AgBOMs); nil refreshes in-process.
+	AgBOMQueue agbom.Queue
 	// Queue runs approval resumption and expiry as durable jobs; nil runs
 	// resumption in-process.
 	Queue gateway.Queue
@@ -97,7 +105,10 @@ type Config struct {
 	Cluster *jobs.Cluster
 	// Tracer receives one trace per tool call; nil means none.
 	Tracer trace.TracerProvider
-	Now    func() time.Time
+	// Timeouts bound how long a client may take to send a request on
+	// every listener (zero fields: listener's defaults).
+	Timeouts listener.Timeouts
+	Now      func() time.Time
 }
 
 // WithDefaults returns a copy of c with defaults filled in.
@@ -117,6 +128,9 @@ func (c Config) WithDefaults() Config {
 	if c.BookmarkInterval <= 0 {
 		c.BookmarkInterval = 15 * time.Second
 	}
+	if c.SignupLimit.Attempts <= 0 || c.SignupLimit.Window <= 0 {
+		c.SignupLimit = oidc.RateLimit{Attempts: DefaultSignupsPerHour, Window: time.Hour}
+	}
 	if c.ChangeHistory == 0 {
 		c.ChangeHistory = DefaultChangeHistory
 	}
@@ -133,6 +147,10 @@ func (c Config) WithDefaults() Config {
 	}
 	return c
 }
+
+// DefaultSignupsPerHour is how many sign-ups one client IP may post an
+// hour unless Config.SignupLimit says otherwise.
+const DefaultSignupsPerHour = 5
 
 // Validate reports configuration errors, naming the field.
 func (c Config) Validate() error {
@@ -208,6 +226,10 @@ type Server struct {
 	console *web.Console
 	// gateway is the tool gateway; nil with GatewayAddr "off".
 	gateway *gateway.Gateway
+	// agbom serves and regenerates AgBOMs; stopAgBOM ends its event
+	// subscription.
+	agbom     *agbom.Service
+	stopAgBOM func()
 	// base ends streams when the server shuts down.
 	base   context.Context
 	cancel context.CancelFunc
@@ -286,6 +308,7 @@ func New(cfg Config) (*Server, error) {
 			Store: cfg.Store, Policies: policies, Authn: auth.NewAuthenticator(cfg.Store, cfg.Now, gwVerifiers...), Authz: az,
 			Secrets: secret.NewBroker(cfg.Keyring), OS: cfg.Sandbox, Guardians: cfg.Guardians, Queue: cfg.Queue, Bus: bus,
 			Tracer: cfg.Tracer, URL: cfg.Compile.ToolGatewayURL, Logger: cfg.Logger, Now: cfg.Now,
+			Timeouts: cfg.Timeouts,
 		})
 		if err != nil {
 			cancel()
@@ -297,6 +320,11 @@ func New(cfg Config) (*Server, error) {
 		cancel()
 		return nil, err
 	}
+	if s.agbom, err = agbom.New(agbom.Config{Store: cfg.Store, Bus: bus, Logger: cfg.Logger, Now: cfg.Now}); err != nil {
+		cancel()
+		return nil, fmt.Errorf("agbom: %w", err)
+	}
+	s.stopAgBOM = s.agbom.Watch(bus, cfg.AgBOMQueue)
 	// Grants change with RoleBindings and the Tenant record: drop the
 	// tenant's cached decisions whenever one is applied.
 	bus.Subscribe(func(ev events.Event) {
@@ -369,6 +397,7 @@ func (s *Server) serveControl(ctx context.Context, ln net.Listener) error {
 func (s *Server) stopBackground() {
 	s.cancel()
 	s.hub.Close()
+	s.stopAgBOM()
 }
 
 // closeGateway stops the gateway's background work once no request can
@@ -394,31 +423,18 @@ func Run(ctx context.Context, cfg Config) error {
 // ListenAndServe listens on the configured addresses and serves until ctx
 // is cancelled.
 func (s *Server) ListenAndServe(ctx context.Context) error {
-	tlsCfg, err := s.cfg.TLSConfig()
+	if _, err := s.cfg.TLSConfig(); err != nil {
+		return err
+	}
+	gatewayAddr := s.cfg.GatewayAddr
+	if s.gateway == nil {
+		gatewayAddr = GatewayOff
+	}
+	ls, err := Listen(s.cfg.ControlAddr, gatewayAddr)
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", s.cfg.ControlAddr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", s.cfg.ControlAddr, err)
-	}
-	if tlsCfg != nil {
-		ln = tls.NewListener(ln, tlsCfg)
-	}
-	s.log.InfoContext(ctx, "control plane listening", "addr", ln.Addr().String(), "tls", tlsCfg != nil)
-	if s.gateway == nil {
-		return s.Serve(ctx, ln)
-	}
-	gln, err := net.Listen("tcp", s.cfg.GatewayAddr)
-	if err != nil {
-		_ = ln.Close()
-		return fmt.Errorf("listen on %s: %w", s.cfg.GatewayAddr, err)
-	}
-	if tlsCfg != nil {
-		gln = tls.NewListener(gln, tlsCfg)
-	}
-	s.log.InfoContext(ctx, "tool gateway listening", "addr", gln.Addr().String(), "tls", tlsCfg != nil)
-	return s.ServeAll(ctx, ln, gln)
+	return s.ServeListeners(ctx, ls)
 }
 
 // ServeAll serves the control plane on ln and the tool gateway on gln until
