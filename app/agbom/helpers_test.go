@@ -23,6 +23,8 @@ import (
 type fakeReader struct {
 	store.MemberReader
 	store.GatewayReader
+	// RetentionReader likewise.
+	store.RetentionReader
 	objs []*resource.Object
 }
 

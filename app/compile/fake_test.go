@@ -23,6 +23,8 @@ type fakeReader struct {
 	store.MemberReader
 	// GatewayReader likewise.
 	store.GatewayReader
+	// RetentionReader likewise.
+	store.RetentionReader
 	objs  []*resource.Object
 	gets  int
 	lists int
