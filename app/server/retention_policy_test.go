@@ -53,7 +53,7 @@ func approvalRecord(name, status string, decided time.Time) *resource.Object {
 	return o
 }
 
-func names(t *testing.T, st store.Store, tenant, kind string) []string {
+func names(t testing.TB, st store.Store, tenant, kind string) []string {
 	t.Helper()
 	var out []string
 	require.NoError(t, st.View(context.Background(), tenant, func(ctx context.Context, r store.Reader) error {
@@ -248,4 +248,49 @@ func TestRetainTenantConcurrent(t *testing.T) {
 	rep := audit.VerifyChainFrom(sealer, cp, nil, n)
 	require.True(t, rep.OK, "%+v", rep.Problems)
 	require.Equal(t, int64(n), cp.Seq)
+}
+
+// BenchmarkRetainToolCalls measures the retention of finished tool calls
+// on each store: one op is one call deleted (read outside the writer,
+// deleted with its DELETED change in chunks of store.RetentionChunk).
+// ms/chunk is the time of one chunk, its read and its delete; only the
+// delete holds the tenant's writer.
+func BenchmarkRetainToolCalls(b *testing.B) {
+	for _, name := range []string{"sqlite", "postgres"} {
+		b.Run(name, func(b *testing.B) {
+			ctx := context.Background()
+			t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+			clock := &fakeClock{t: t0}
+			url := "sqlite://" + filepath.Join(b.TempDir(), "w.db")
+			if name == "postgres" {
+				url = pgtest.NewDatabase(b)
+			}
+			st, err := backend.Open(ctx, url, backend.Options{Now: clock.now})
+			require.NoError(b, err)
+			b.Cleanup(func() { _ = st.Close() })
+			const tenant = "acme"
+			require.NoError(b, st.TenantCreate(ctx, store.TenantRecord{ID: tenant}))
+			for i := 0; i < b.N; i += 100 {
+				require.NoError(b, st.Update(ctx, tenant, func(ctx context.Context, tx store.Tx) error {
+					for j := i; j < min(i+100, b.N); j++ {
+						o := toolCall(fmt.Sprint("call-", j), resource.ToolCallSucceeded, t0)
+						o.Spec["input"] = map[string]any{"q": j, "note": "a governed call of about a kilobyte once encoded, with its input and output"}
+						o.Status["output"] = map[string]any{"ok": true, "items": []any{"alpha", "beta"}}
+						if _, err := tx.ResourceCreate(ctx, o); err != nil {
+							return err
+						}
+					}
+					return nil
+				}))
+			}
+			b.ResetTimer()
+			start := time.Now()
+			require.NoError(b, server.RetainTenant(ctx, st, nil, tenant, t0.Add(400*24*time.Hour)))
+			elapsed := time.Since(start)
+			b.StopTimer()
+			chunks := (b.N + store.RetentionChunk - 1) / store.RetentionChunk
+			b.ReportMetric(float64(elapsed.Microseconds())/1000/float64(chunks), "ms/chunk")
+			require.Empty(b, names(b, st, tenant, resource.KindToolCall))
+		})
+	}
 }
