@@ -38,6 +38,10 @@ type SoakOptions struct {
 	// audit records alike (a ToolCall still waits for the idempotency
 	// window, 10 minutes by default, and a minute more).
 	Retention time.Duration
+	// Vacuum, on Postgres, runs VACUUM this often, for a server whose
+	// autovacuum is off (Postgres reuses the space of deleted rows only
+	// once they are vacuumed); zero leaves it to autovacuum.
+	Vacuum time.Duration
 }
 
 // WithDefaults fills in the defaults: 200 calls/s for 15 minutes, a line
@@ -199,8 +203,18 @@ spec:
 	defer tick.Stop()
 	reissue := time.NewTicker(time.Minute)
 	defer reissue.Stop()
+	var vacuum <-chan time.Time
+	if o.Vacuum > 0 && sizer.vacuum != nil {
+		t := time.NewTicker(o.Vacuum)
+		defer t.Stop()
+		vacuum = t.C
+	}
 	for {
 		select {
+		case <-vacuum:
+			if err := sizer.vacuum(ctx); err != nil {
+				return out, err
+			}
 		case <-reissue.C:
 			if err := issue(); err != nil {
 				return out, err
@@ -236,8 +250,10 @@ func mb(n int64) float64 { return float64(n) / (1 << 20) }
 
 // sizer measures a store's size through a connection of its own.
 type sizer struct {
-	size  func(ctx context.Context) (StoreSize, error)
-	close func()
+	size func(ctx context.Context) (StoreSize, error)
+	// vacuum vacuums the database; nil for SQLite.
+	vacuum func(ctx context.Context) error
+	close  func()
 }
 
 func newSizer(ctx context.Context, storeURL string) (*sizer, error) {
@@ -257,6 +273,11 @@ func newSizer(ctx context.Context, storeURL string) (*sizer, error) {
 	}
 	return &sizer{close: func() { _ = conn.Close(context.WithoutCancel(ctx)) }, size: func(ctx context.Context) (StoreSize, error) {
 		return postgresSize(ctx, conn)
+	}, vacuum: func(ctx context.Context) error {
+		if _, err := conn.Exec(ctx, `VACUUM`); err != nil {
+			return fmt.Errorf("soak: vacuum: %w", err)
+		}
+		return nil
 	}}, nil
 }
 

@@ -79,6 +79,9 @@ A finished ToolCall also waits for its idempotency window (10 minutes by
 default) and a minute, so the size levels off after about 11 minutes.
 Without retention it would grow by the bytes a call leaves, for ever.
 
+On Postgres the space of deleted rows is reused once they are vacuumed: leave
+it to autovacuum, or give --vacuum for a server that has it off.
+
 A given store must be fresh, a database of its own.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -98,5 +101,6 @@ A given store must be fresh, a database of its own.`,
 	f.DurationVar(&o.Duration, "duration", 15*time.Minute, "how long the calls go on")
 	f.DurationVar(&o.Every, "every", 30*time.Second, "how often the store's size is printed")
 	f.DurationVar(&o.Retention, "retention", time.Minute, "the tenant's retention of tool calls, events and audit records")
+	f.DurationVar(&o.Vacuum, "vacuum", 0, "on Postgres, run VACUUM this often (for a server whose autovacuum is off)")
 	return soak
 }
