@@ -25,6 +25,7 @@ type fakeReader struct {
 	store.GatewayReader
 	// RetentionReader likewise.
 	store.RetentionReader
+	store.MemoryReader
 	objs []*resource.Object
 }
 

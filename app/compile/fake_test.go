@@ -25,6 +25,8 @@ type fakeReader struct {
 	store.GatewayReader
 	// RetentionReader likewise.
 	store.RetentionReader
+	// MemoryReader likewise.
+	store.MemoryReader
 	objs  []*resource.Object
 	gets  int
 	lists int

@@ -101,6 +101,8 @@ type Reader interface {
 	GatewayReader
 	// RetentionReader reads the oldest records and the audit checkpoint.
 	RetentionReader
+	// MemoryReader reads the memory service's items.
+	MemoryReader
 }
 
 // Tx is a read-write transaction bound to one tenant.
@@ -137,6 +139,8 @@ type Tx interface {
 	GatewayTx
 	// RetentionTx deletes what the tenant's retention policy lets go.
 	RetentionTx
+	// MemoryTx writes the memory service's items.
+	MemoryTx
 }
 
 // ListParams selects one page of a list.

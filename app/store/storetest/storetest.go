@@ -82,6 +82,10 @@ func Run(t *testing.T, open OpenFunc) {
 		{"EventSweep", testEventSweep},
 		{"SessionSweep", testSessionSweep},
 		{"AuditCut", testAuditCut},
+		{"MemoryItems", testMemoryItems},
+		{"MemoryDelete", testMemoryDelete},
+		{"MemoryTrim", testMemoryTrim},
+		{"MemoryCompact", testMemoryCompact},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
