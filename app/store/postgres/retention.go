@@ -16,7 +16,7 @@ import (
 
 // RecordsOldest returns up to limit resources of kind after the version
 // after, least recently written first, through the index on (tenant_id,
-// kind, rv) (migration 0008).
+// kind, rv) (migration 0009).
 func (t *readTx) RecordsOldest(ctx context.Context, kind string, after int64, limit int) ([]*resource.Object, error) {
 	if limit <= 0 {
 		return nil, fmt.Errorf("oldest %s: limit must be positive, got %d", kind, limit)
@@ -111,7 +111,7 @@ func (t *writeTx) EventSweep(ctx context.Context, before time.Time, limit int) (
 }
 
 // SessionSweep deletes up to limit expired sessions of the tenant through
-// warden_session_sweep (migration 0008): the app role has no privilege on
+// warden_session_sweep (migration 0009): the app role has no privilege on
 // the sessions table.
 func (t *writeTx) SessionSweep(ctx context.Context, before time.Time, limit int) (int, error) {
 	if limit <= 0 {
@@ -125,7 +125,7 @@ func (t *writeTx) SessionSweep(ctx context.Context, before time.Time, limit int)
 }
 
 // AuditCut stores cp and deletes the records it stands for; the
-// restrictive policy audit_cut (migration 0008) refuses to delete any
+// restrictive policy audit_cut (migration 0009) refuses to delete any
 // other.
 func (t *writeTx) AuditCut(ctx context.Context, cp audit.Checkpoint) (int, error) {
 	if err := store.CheckAuditCut(t.tenant, cp); err != nil {

@@ -14,7 +14,7 @@ import (
 
 // RecordsOldest returns up to limit resources of kind after the version
 // after, least recently written first, through the index on (tenant_id,
-// kind, rv) (migration 0006).
+// kind, rv) (migration 0007).
 func (t *readTx) RecordsOldest(ctx context.Context, kind string, after int64, limit int) ([]*resource.Object, error) {
 	if limit <= 0 {
 		return nil, fmt.Errorf("oldest %s: limit must be positive, got %d", kind, limit)
@@ -102,7 +102,7 @@ func (t *writeTx) SessionSweep(ctx context.Context, before time.Time, limit int)
 }
 
 // AuditCut stores cp and deletes the records it stands for; the trigger
-// of migration 0006 refuses to delete any other.
+// of migration 0007 refuses to delete any other.
 func (t *writeTx) AuditCut(ctx context.Context, cp audit.Checkpoint) (int, error) {
 	if err := store.CheckAuditCut(t.tenant, cp); err != nil {
 		return 0, err
