@@ -33,7 +33,7 @@ BENCHTIME ?= 1s
 IMAGE     ?= warden:dev
 RUN_ARGS  ?= up
 
-.PHONY: help build test lint bench bench-gateway bench-mcp bench-otlp fuzz run docker generate-free generate-check tools test-deps check-postgres
+.PHONY: help build test lint bench bench-gateway bench-mcp bench-otlp soak fuzz run docker generate-free generate-check tools test-deps check-postgres
 
 help: ## List the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-15s %s\n", $$1, $$2}'
@@ -104,6 +104,14 @@ bench-mcp: build ## Load-test the MCP gateway (SQLite and Postgres): added p50, 
 	trap 'psql "$$TEST_DATABASE_URL" -qc "DROP DATABASE IF EXISTS $$db WITH (FORCE)"' EXIT && \
 	./warden bench mcp --rate $(MCP_BENCH_RATE) --duration $(MCP_BENCH_DURATION) \
 		--store "$$(echo "$$TEST_DATABASE_URL" | sed -E "s#/[^/?]+(\?|$$)#/$$db\1#")"
+
+# soak drives governed calls on the embedded store for SOAK_DURATION with a
+# minute of retention and prints the store's size as it levels off (not in
+# CI: it takes a quarter of an hour).
+SOAK_RATE     ?= 200
+SOAK_DURATION ?= 15m
+soak: build ## Soak the embedded store: governed calls for 15 minutes, its size printed as retention levels it off.
+	./warden bench soak --rate $(SOAK_RATE) --duration $(SOAK_DURATION)
 
 fuzz: ## Run every fuzz target for FUZZTIME each (default 10s).
 	@found=0; \

@@ -23,6 +23,8 @@ import (
 type fakeReader struct {
 	store.MemberReader
 	store.GatewayReader
+	// RetentionReader likewise.
+	store.RetentionReader
 	store.MemoryReader
 	objs []*resource.Object
 }

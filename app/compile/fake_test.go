@@ -23,6 +23,8 @@ type fakeReader struct {
 	store.MemberReader
 	// GatewayReader likewise.
 	store.GatewayReader
+	// RetentionReader likewise.
+	store.RetentionReader
 	// MemoryReader likewise.
 	store.MemoryReader
 	objs  []*resource.Object

@@ -348,6 +348,15 @@ func TestValidateRejects(t *testing.T) {
 			want: []wantErr{{"spec.endpoint", ErrCodeInvalid}, {"spec.ttl", ErrCodeInvalid}, {"spec.type", ErrCodeNotSupported}},
 		},
 		{
+			name: "tenant retention durations",
+			in: func() *Object {
+				o := obj(KindTenant, "acme", map[string]any{"retention": map[string]any{"toolCalls": "30d", "events": "-1h", "audit": "8760h"}})
+				o.Metadata.Namespace = ""
+				return o
+			}(),
+			want: []wantErr{{"spec.retention.events", ErrCodeInvalid}, {"spec.retention.toolCalls", ErrCodeInvalid}},
+		},
+		{
 			name: "long name",
 			in:   obj(KindModel, "a123456789012345678901234567890123456789012345678901234567890123", map[string]any{"provider": "openai", "model": "x"}),
 			want: []wantErr{{"metadata.name", ErrCodeTooLong}},

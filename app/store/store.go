@@ -102,6 +102,8 @@ type Reader interface {
 	MemberReader
 	// GatewayReader reads the tool gateway's usage counters.
 	GatewayReader
+	// RetentionReader reads the oldest records and the audit checkpoint.
+	RetentionReader
 	// MemoryReader reads the memory service's items.
 	MemoryReader
 }
@@ -138,6 +140,8 @@ type Tx interface {
 	MemberTx
 	// GatewayTx holds idempotency claims and usage counters.
 	GatewayTx
+	// RetentionTx deletes what the tenant's retention policy lets go.
+	RetentionTx
 	// MemoryTx writes the memory service's items.
 	MemoryTx
 }
