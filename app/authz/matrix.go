@@ -44,6 +44,17 @@ const (
 	ObjAudit = "audit"
 	// ObjResources is the change feed, GET /v1/resources?watch=true.
 	ObjResources = "resources"
+	// ObjExecutions with VerbCreate is creating and running an execution.
+	ObjExecutions = "executions"
+	// ObjExecutionsCancel cancels an unfinished execution.
+	ObjExecutionsCancel = "executions/cancel"
+	// ObjExecutionsReplay replays the tool calls of an execution.
+	ObjExecutionsReplay = "executions/replay"
+	// ObjPromote is POST /v1/promote (the apply it makes is authorized
+	// again as apply on deployments).
+	ObjPromote = "promote"
+	// ObjEvalRun is POST /v1/eval/{name}/run.
+	ObjEvalRun = "eval/run"
 )
 
 // Permission is one (object, verb) pair a role allows.
@@ -126,6 +137,7 @@ func rules(role string) []Permission {
 	editor := func() {
 		viewer()
 		add([]string{groupUserKinds}, writeVerbs...)
+		add([]string{ObjExecutions, ObjExecutionsCancel, ObjPromote, ObjEvalRun}, VerbCreate)
 	}
 	approver := func() {
 		viewer()
@@ -138,6 +150,7 @@ func rules(role string) []Permission {
 		add([]string{"rolebindings"}, writeVerbs...)
 		add([]string{ObjAPIKeys}, auth.VerbGet, auth.VerbList, VerbCreate, auth.VerbDelete)
 		add([]string{ObjToolCallsReplay}, VerbCreate)
+		add([]string{ObjExecutionsReplay}, VerbCreate)
 		add([]string{ObjAudit}, auth.VerbGet, auth.VerbList)
 	}
 	switch role {
