@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"strings"
 
 	"github.com/warden-dev/warden/app/auth"
 	"github.com/warden-dev/warden/app/resource"
@@ -18,6 +19,9 @@ import (
 const (
 	annotationReplayOf    = "warden.dev/replay-of"
 	annotationEnvironment = "warden.dev/environment"
+	// callerKeyPrefix marks an idempotency key the caller chose
+	// (Idempotency-Key header) in the gateway's records.
+	callerKeyPrefix = "caller:"
 )
 
 // ReplayRequest is the body of POST …/executions/{name}/replay.
@@ -106,8 +110,12 @@ func (s *Service) Replay(ctx context.Context, p auth.Principal, ns, name string,
 			if err != nil {
 				return nil, fmt.Errorf("issue workload token: %w", err)
 			}
+			// The same tool, input and agent derive the recorded key; a
+			// key the caller chose is stored as "caller:<key>".
 			h := http.Header{}
-			h.Set("Idempotency-Key", cs.SideEffects.IdempotencyKey)
+			if k, ok := strings.CutPrefix(cs.SideEffects.IdempotencyKey, callerKeyPrefix); ok {
+				h.Set("Idempotency-Key", k)
+			}
 			status, body, hdr, err = s.do(ctx, http.MethodPost, s.cfg.ToolGatewayURL+"/v1/tool-calls", tok,
 				map[string]any{"tool": cs.ToolRef.Name, "input": cs.Input, "execution": name}, h)
 		}
