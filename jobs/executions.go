@@ -84,4 +84,6 @@ func (w *executionWorker) Work(ctx context.Context, job *river.Job[ExecutionArgs
 }
 
 // Timeout is ExecutionJobTimeout.
-func (w *executionWorker) Timeout(*river.Job[ExecutionArgs]) time.Duration { return ExecutionJobTimeout }
+func (w *executionWorker) Timeout(*river.Job[ExecutionArgs]) time.Duration {
+	return ExecutionJobTimeout
+}
