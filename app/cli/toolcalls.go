@@ -103,9 +103,6 @@ func (f recordFilters) list(ctx context.Context, c *client.Client, k resource.Ki
 	return c.ListAll(ctx, k.Plural, ns, client.ListOptions{Selector: selector})
 }
 
-// parsePhase accepts a ToolCall phase in any letter case.
-func parsePhase(s string) (string, error) { return parsePhaseOf(s, phases) }
-
 // parsePhaseOf accepts one of phases in any letter case.
 func parsePhaseOf(s string, phases []string) (string, error) {
 	for _, p := range phases {

@@ -348,3 +348,49 @@ func TestOtherTenants(t *testing.T) {
 		})
 	}
 }
+
+// TestEval runs a suite: one case passes, one fails with its reasons, and
+// malformed suites are refused.
+func TestEval(t *testing.T) {
+	t.Parallel()
+	e := start(t, backends()["sqlite"](t))
+	suite := map[string]any{"agent": "bot", "environment": "dev", "cases": []any{
+		map[string]any{"name": "search", "prompt": "search refunds", "expectTools": []string{"crm.search"}, "expectAnswer": "REFUNDS"},
+		map[string]any{"name": "greets-only", "prompt": "hello", "expectTools": []string{"crm.search"}, "expectAnswer": "hello"},
+	}}
+	r := do(t, http.MethodPost, e.cpURL+"/v1/eval/smoke/run", e.admin, suite, nil)
+	require.Equal(t, http.StatusOK, r.status, string(r.raw))
+	require.Equal(t, "EvalResult", r.body["kind"])
+	require.Equal(t, float64(1), r.body["passed"])
+	require.Equal(t, float64(1), r.body["failed"])
+	cases := r.body["cases"].([]any)
+	first, second := cases[0].(map[string]any), cases[1].(map[string]any)
+	require.Equal(t, true, first["passed"], string(r.raw))
+	require.Equal(t, []any{"crm.search"}, first["tools"])
+	require.Equal(t, false, second["passed"])
+	require.Equal(t, "Succeeded", second["phase"])
+	require.Equal(t, []any{"expected a call of crm.search"}, second["failures"])
+
+	// The suite's executions carry its name.
+	l := do(t, http.MethodGet, e.cpURL+"/v1/namespaces/default/executions?labelSelector=warden.dev/eval=smoke", e.admin, nil, nil)
+	require.Len(t, l.body["items"], 2)
+
+	for _, tc := range []struct {
+		name string
+		path string
+		body any
+		code string
+	}{
+		{"no cases", "/v1/eval/smoke/run", map[string]any{"agent": "bot", "cases": []any{}}, "InvalidRequest"},
+		{"bad suite name", "/v1/eval/Bad_Name/run", suite, "InvalidRequest"},
+		{"duplicate case", "/v1/eval/smoke/run", map[string]any{"agent": "bot", "cases": []any{
+			map[string]any{"name": "a", "prompt": "hello"}, map[string]any{"name": "a", "prompt": "hello"}}}, "InvalidRequest"},
+		{"bad timeout", "/v1/eval/smoke/run", map[string]any{"agent": "bot", "timeout": "1y", "cases": []any{
+			map[string]any{"name": "a", "prompt": "hello"}}}, "InvalidRequest"},
+		{"unknown agent", "/v1/eval/smoke/run", map[string]any{"agent": "ghost", "cases": []any{
+			map[string]any{"name": "a", "prompt": "hello"}}}, "NotFound"},
+	} {
+		r := do(t, http.MethodPost, e.cpURL+tc.path, e.admin, tc.body, nil)
+		require.Equal(t, tc.code, r.code(), "%s: %s", tc.name, r.raw)
+	}
+}

@@ -20,15 +20,16 @@ import (
 // maxResponseBytes bounds what is read from the model router or gateway.
 const maxResponseBytes = 8 << 20
 
-// chatMessage is one message of the OpenAI Chat Completions wire format.
-type chatMessage struct {
+// ChatMessage is one message of the OpenAI Chat Completions wire format.
+type ChatMessage struct {
 	Role       string         `json:"role"`
 	Content    *string        `json:"content"`
-	ToolCalls  []chatToolCall `json:"tool_calls,omitempty"`
+	ToolCalls  []ChatToolCall `json:"tool_calls,omitempty"`
 	ToolCallID string         `json:"tool_call_id,omitempty"`
 }
 
-type chatToolCall struct {
+// ChatToolCall is a function call a model asks for.
+type ChatToolCall struct {
 	ID       string `json:"id"`
 	Type     string `json:"type"`
 	Function struct {
@@ -50,13 +51,13 @@ type chatFunction struct {
 
 type chatRequest struct {
 	Model    string        `json:"model"`
-	Messages []chatMessage `json:"messages"`
+	Messages []ChatMessage `json:"messages"`
 	Tools    []chatTool    `json:"tools,omitempty"`
 }
 
 type chatResponse struct {
 	Choices []struct {
-		Message      chatMessage `json:"message"`
+		Message      ChatMessage `json:"message"`
 		FinishReason string      `json:"finish_reason"`
 	} `json:"choices"`
 }
@@ -202,12 +203,12 @@ func (s *Service) loop(ctx context.Context, tenant string, exec *resource.Object
 	if err != nil {
 		return nil, err
 	}
-	var msgs []chatMessage
+	var msgs []ChatMessage
 	if p.system != "" {
-		msgs = append(msgs, chatMessage{Role: "system", Content: str(p.system)})
+		msgs = append(msgs, ChatMessage{Role: "system", Content: str(p.system)})
 	}
-	msgs = append(msgs, chatMessage{Role: "user", Content: str(p.prompt)})
-	var calls []any
+	msgs = append(msgs, ChatMessage{Role: "user", Content: str(p.prompt)})
+	var calls, tools []any
 	for step := 1; step <= s.cfg.MaxSteps; step++ {
 		if err := s.stillRunning(ctx, tenant, ns, name); err != nil {
 			return nil, err
@@ -228,7 +229,7 @@ func (s *Service) loop(ctx context.Context, tenant string, exec *resource.Object
 			if msg.Content != nil {
 				answer = *msg.Content
 			}
-			return map[string]any{"answer": answer, "steps": step, "toolCalls": calls}, nil
+			return map[string]any{"answer": answer, "steps": step, "toolCalls": calls, "tools": tools}, nil
 		}
 		msg.Role = "assistant"
 		msgs = append(msgs, msg)
@@ -239,8 +240,9 @@ func (s *Service) loop(ctx context.Context, tenant string, exec *resource.Object
 			}
 			if callName != "" {
 				calls = append(calls, callName)
+				tools = append(tools, p.byFunction[tc.Function.Name])
 			}
-			msgs = append(msgs, chatMessage{Role: "tool", ToolCallID: tc.ID, Content: str(result)})
+			msgs = append(msgs, ChatMessage{Role: "tool", ToolCallID: tc.ID, Content: str(result)})
 		}
 		if _, err := s.transition(ctx, tenant, ns, name, []string{PhaseRunning}, PhaseRunning, func(st map[string]any) {
 			st["steps"] = int64(step)
@@ -281,26 +283,54 @@ func (s *Service) token(ctx context.Context, tenant, ns string, p *plan, audienc
 }
 
 // chat calls the model router's chat completions endpoint.
-func (s *Service) chat(ctx context.Context, tenant, ns string, p *plan, req chatRequest) (chatMessage, string, error) {
+func (s *Service) chat(ctx context.Context, tenant, ns string, p *plan, req chatRequest) (ChatMessage, string, error) {
 	tok, err := s.token(ctx, tenant, ns, p, workload.AudienceModelRouter)
 	if err != nil {
-		return chatMessage{}, "", err
+		return ChatMessage{}, "", err
 	}
 	status, body, _, err := s.do(ctx, http.MethodPost, s.cfg.ModelRouterURL+"/v1/chat/completions", tok, req, nil)
 	if err != nil {
-		return chatMessage{}, "", fmt.Errorf("model router: %w", err)
+		return ChatMessage{}, "", fmt.Errorf("model router: %w", err)
 	}
 	if status != http.StatusOK {
-		return chatMessage{}, "", fmt.Errorf("model router answered %d: %s", status, errorText(body))
+		return ChatMessage{}, "", fmt.Errorf("model router answered %d: %s", status, errorText(body))
 	}
+	return ParseChatResponse(body)
+}
+
+// ParseChatResponse reads a Chat Completions answer: the first choice's
+// message and finish reason. Tool calls must be function calls with an
+// id and a name.
+func ParseChatResponse(body []byte) (msg ChatMessage, finishReason string, err error) {
 	var resp chatResponse
 	if err := json.Unmarshal(body, &resp); err != nil {
-		return chatMessage{}, "", fmt.Errorf("model router answered an unreadable body: %w", err)
+		return ChatMessage{}, "", fmt.Errorf("model router answered an unreadable body: %w", err)
 	}
 	if len(resp.Choices) == 0 {
-		return chatMessage{}, "", errors.New("model router answered no choices")
+		return ChatMessage{}, "", errors.New("model router answered no choices")
 	}
-	return resp.Choices[0].Message, resp.Choices[0].FinishReason, nil
+	msg = resp.Choices[0].Message
+	for i, tc := range msg.ToolCalls {
+		if tc.ID == "" || tc.Function.Name == "" || (tc.Type != "" && tc.Type != "function") {
+			return ChatMessage{}, "", fmt.Errorf("model router answered a malformed tool call %d: it needs an id and a function name", i)
+		}
+	}
+	return msg, resp.Choices[0].FinishReason, nil
+}
+
+// ParseArguments reads a tool call's arguments: a JSON object, or nothing.
+func ParseArguments(s string) (map[string]any, error) {
+	input := map[string]any{}
+	if strings.TrimSpace(s) == "" {
+		return input, nil
+	}
+	if err := json.Unmarshal([]byte(s), &input); err != nil {
+		return nil, fmt.Errorf("the arguments are not a JSON object: %w", err)
+	}
+	if input == nil {
+		return map[string]any{}, nil
+	}
+	return input, nil
 }
 
 // do sends one JSON request and reads the answer.
@@ -353,17 +383,15 @@ func errorText(body []byte) string {
 // callTool sends one tool call of the model through the gateway and
 // returns what the model is told: the call's output, or the reason it was
 // refused or failed. An error ends the run.
-func (s *Service) callTool(ctx context.Context, tenant string, exec *resource.Object, p *plan, step int, tc chatToolCall) (string, string, error) {
+func (s *Service) callTool(ctx context.Context, tenant string, exec *resource.Object, p *plan, step int, tc ChatToolCall) (string, string, error) {
 	ns, name := exec.Metadata.Namespace, exec.Metadata.Name
 	tool, ok := p.byFunction[tc.Function.Name]
 	if !ok {
 		return fmt.Sprintf(`{"error":{"code":"NotFound","message":"the agent has no tool %q"}}`, tc.Function.Name), "", nil
 	}
-	input := map[string]any{}
-	if strings.TrimSpace(tc.Function.Arguments) != "" {
-		if err := json.Unmarshal([]byte(tc.Function.Arguments), &input); err != nil {
-			return `{"error":{"code":"InvalidRequest","message":"the arguments are not a JSON object"}}`, "", nil
-		}
+	input, err := ParseArguments(tc.Function.Arguments)
+	if err != nil {
+		return `{"error":{"code":"InvalidRequest","message":"the arguments are not a JSON object"}}`, "", nil
 	}
 	if err := s.record(ctx, tenant, ns, name, events.ToolCallRequested, map[string]any{"step": step, "tool": tool}); err != nil {
 		return "", "", err

@@ -157,6 +157,8 @@ type CreateRequest struct {
 	// Environment names the Environment; default the only one the agent
 	// is deployed to.
 	Environment string `json:"environment,omitempty"`
+	// labels are added to the execution's (evaluations mark theirs).
+	labels map[string]string
 }
 
 func key(ns, name string) resource.Key {
@@ -203,6 +205,9 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, ns string, req C
 			Labels:      map[string]string{LabelAgent: req.Agent, LabelEnvironment: env},
 			Annotations: map[string]string{AnnotationRequestedBy: p.Subject}},
 		Spec: map[string]any{"agentRef": map[string]any{"name": req.Agent}, "input": input, "environment": env, "manifest": manifest},
+	}
+	for k, v := range req.labels {
+		obj.Metadata.Labels[k] = v
 	}
 	var created *resource.Object
 	var evs []events.Event

@@ -29,6 +29,7 @@ func (s *Server) executionRoutes(v1 fiber.Router) {
 	v1.Post("/namespaces/:ns/executions/:name/replay", s.handleExecutionReplay)
 	v1.Get("/namespaces/:ns/executions/:name/events", s.handleExecutionEvents)
 	v1.Post("/promote", s.handlePromote)
+	v1.Post("/eval/:name/run", s.handleEvalRun)
 }
 
 // Executions returns the execution service, for the job queue to bind.
@@ -218,6 +219,36 @@ func (s *Server) handlePromote(c *fiber.Ctx) error {
 		return err
 	}
 	res, err := s.executions.Promote(c.UserContext(), s.pipeline, p, req)
+	if err != nil {
+		return executionError(err)
+	}
+	return c.JSON(res)
+}
+
+// handleEvalRun serves POST /v1/eval/{name}/run: it runs the suite in the
+// body against an agent and answers each case's verdict.
+func (s *Server) handleEvalRun(c *fiber.Ctx) error {
+	var req execution.EvalRequest
+	if err := decodeStrict(c.Body(), &req, `{"agent": "…", "environment": "…", "cases": [{"name", "prompt", "expectTools", "expectAnswer"}]}`); err != nil {
+		return err
+	}
+	p := principal(c)
+	if req.Namespace == "" {
+		req.Namespace = resource.DefaultNamespace
+		if p.Namespace != "" && p.Namespace != auth.AllNamespaces {
+			req.Namespace = p.Namespace
+		}
+	}
+	name := strings.Clone(c.Params("name"))
+	a := auditOf(c)
+	a.verb, a.namespace, a.resource = "eval/run", req.Namespace, "eval/"+name
+	if err := s.check(c, authz.VerbCreate, req.Namespace, authz.ObjEvalRun); err != nil {
+		return err
+	}
+	if err := s.check(c, authz.VerbCreate, req.Namespace, authz.ObjExecutions); err != nil {
+		return err
+	}
+	res, err := s.executions.Eval(c.UserContext(), p, name, req)
 	if err != nil {
 		return executionError(err)
 	}
