@@ -70,6 +70,7 @@ current context of $WARDEN_HOME/config.yaml (written by 'warden up').`,
 		newRunCmd(a),
 		newExecutionsCmd(a),
 		newPromoteCmd(a),
+		newEvalCmd(a),
 		newDemoCmd(a),
 		newVersionCmd(a),
 	)

@@ -149,6 +149,24 @@ func TestRunCommand(t *testing.T) {
 			require.Contains(t, res.stdout, w, tc.name)
 		}
 	}
+	suite := filepath.Join(t.TempDir(), "suite.yaml")
+	require.NoError(t, os.WriteFile(suite, []byte(`agent: helper
+environment: dev
+cases:
+  - name: finds
+    prompt: find x
+    expectTools: [kb.search]
+    expectAnswer: hits
+`), 0o600))
+	res = s.run(t, nil, "eval", "run", "smoke", "-f", suite)
+	require.Equal(t, ExitOK, res.code, res.stdout+res.stderr)
+	require.Contains(t, res.stdout, "1 passed, 0 failed")
+	require.NoError(t, os.WriteFile(suite, []byte("agent: helper\nenvironment: dev\ncases: [{name: wrong, prompt: find x, expectAnswer: nothing-like-this}]\n"), 0o600))
+	res = s.run(t, nil, "eval", "run", "smoke", "-f", suite)
+	require.Equal(t, ExitFailure, res.code, res.stdout+res.stderr)
+	require.Contains(t, res.stdout, "FAIL")
+	require.Contains(t, res.stdout, `expected the answer to contain "nothing-like-this"`)
+
 	res = s.run(t, nil, "promote", "helper", "--from", "staging", "--to", "prod")
 	require.Contains(t, res.stderr, "PolicyDenied")
 	require.Contains(t, res.stderr, "prod-models@")

@@ -126,3 +126,17 @@ func (c *Client) ExecutionListAll(ctx context.Context, ns string, opts Execution
 	return c.listAllFiltered(ctx, "executions", ns,
 		filterQuery(map[string]string{"agent": opts.Agent, "phase": opts.Phase, "since": opts.Since}, opts.Selector, 0, ""))
 }
+
+// EvalRun runs evaluation suite name (POST /v1/eval/{name}/run) and
+// returns each case's verdict.
+func (c *Client) EvalRun(ctx context.Context, name string, req execution.EvalRequest) (*execution.EvalResult, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	var out execution.EvalResult
+	if err := c.doJSON(ctx, http.MethodPost, "/v1/eval/"+url.PathEscape(name)+"/run", nil, ContentTypeJSON, body, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}

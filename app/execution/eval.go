@@ -109,7 +109,7 @@ func (s *Service) Eval(ctx context.Context, p auth.Principal, name string, req E
 		obj, err := s.Create(ctx, p, req.Namespace, CreateRequest{Agent: req.Agent, Prompt: c.Prompt, Environment: req.Environment,
 			labels: map[string]string{LabelEval: name, LabelEvalCase: c.Name}})
 		if err != nil {
-			return nil, fmt.Errorf("case %s: %w", c.Name, err)
+			return nil, fmt.Errorf("%w (case %s)", err, c.Name)
 		}
 		res.Environment, _ = obj.Spec["environment"].(string)
 		res.Cases = append(res.Cases, EvalCaseResult{Name: c.Name, Execution: obj.Metadata.Name})
