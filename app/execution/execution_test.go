@@ -394,3 +394,25 @@ func TestEval(t *testing.T) {
 		require.Equal(t, tc.code, r.code(), "%s: %s", tc.name, r.raw)
 	}
 }
+
+// TestSurvivesRestart: an execution whose process stopped before its job
+// ran is run by the next process, from the job queue on the store.
+func TestSurvivesRestart(t *testing.T) {
+	t.Parallel()
+	for name, url := range backends() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			storeURL := url(t)
+			first := startWith(t, storeURL, false, "")
+			exec := first.run("search restart")
+			require.Equal(t, "Scheduled", first.waitPhase(exec, "Scheduled").phase())
+			first.stop()
+
+			second := startWith(t, storeURL, true, first.admin)
+			done := second.waitPhase(exec, "Succeeded")
+			require.Contains(t, done.body["status"].(map[string]any)["output"].(map[string]any)["answer"], "restart")
+			require.Equal(t, 1, second.tools.count("/search"))
+			require.Equal(t, 0, first.tools.count("/search"))
+		})
+	}
+}

@@ -252,14 +252,20 @@ type env struct {
 	queue  *jobs.Queue
 }
 
-func start(t testing.TB, storeURL string) *env {
+func start(t testing.TB, storeURL string) *env { return startWith(t, storeURL, true, "") }
+
+// startWith starts Warden on storeURL; with work false the job queue
+// takes jobs but works none (a process that dies before running them).
+// admin is the admin key of a store bootstrapped before.
+func startWith(t testing.TB, storeURL string, work bool, admin string) *env {
 	t.Helper()
 	ctx := context.Background()
 	st, err := backend.Open(ctx, storeURL, backend.Options{})
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = st.Close() })
-	admin, _, err := server.Bootstrap(ctx, st, nil)
-	require.NoError(t, err)
+	if key, _, err := server.Bootstrap(ctx, st, nil); key != "" || err != nil {
+		require.NoError(t, err)
+		admin = key
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	gln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -280,7 +286,9 @@ func start(t testing.TB, storeURL string) *env {
 		Compile: compile.Options{ToolGatewayURL: e.gwURL, ModelRouterURL: e.model.URL}, ExecutionQueue: execs})
 	require.NoError(t, err)
 	execs.Bind(srv.Executions())
-	require.NoError(t, e.queue.Start(ctx))
+	if work {
+		require.NoError(t, e.queue.Start(ctx))
+	}
 	sctx, cancel := context.WithCancel(ctx)
 	e.cancel, e.done = cancel, make(chan error, 1)
 	go func() { e.done <- srv.ServeAll(sctx, ln, gln) }()
@@ -289,10 +297,16 @@ func start(t testing.TB, storeURL string) *env {
 	return e
 }
 
+// stop stops the servers and the queue and closes the store; once.
 func (e *env) stop() {
+	if e.cancel == nil {
+		return
+	}
 	_ = e.queue.Stop(context.Background())
 	e.cancel()
 	<-e.done
+	_ = e.st.Close()
+	e.cancel = nil
 }
 
 type resp struct {
