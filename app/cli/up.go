@@ -41,9 +41,13 @@ const defaultControlPort = 8080
 // defaultGatewayPort is the tool gateway's port.
 const defaultGatewayPort = 8081
 
+// defaultMCPPort is the MCP gateway's port.
+const defaultMCPPort = 8082
+
 func newUpCmd(a *app) *cobra.Command {
 	var dataDir, storeURL, listenHost string
 	var port, gatewayPort, changeHistory int
+	var mcpPort int
 	var tlsOpts tlsOptions
 	var people peopleOptions
 	cmd := &cobra.Command{
@@ -92,6 +96,13 @@ tokens. Register <public URL>/auth/callback as the redirect URL there.`,
 					return usagef("--public-url %q must be an absolute http(s) URL", people.publicURL)
 				}
 			}
+			if mcpPort < 0 || mcpPort > 65535 || mcpPort != 0 && (mcpPort == port || mcpPort == gatewayPort) {
+				return usagef("--mcp-port %d is not a TCP port (1-65535, 0 for no MCP gateway) other than --port and --gateway-port", mcpPort)
+			}
+			if gatewayPort == 0 {
+				mcpPort = 0 // MCP calls are governed by the tool gateway
+			}
+			a.mcpPort = mcpPort
 			return a.up(cmd.Context(), dataDir, storeURL, listenHost, port, gatewayPort, changeHistory, tlsOpts, people)
 		},
 	}
@@ -101,6 +112,7 @@ tokens. Register <public URL>/auth/callback as the redirect URL there.`,
 	f.StringVar(&listenHost, "listen-host", "127.0.0.1", "address the listeners bind to; 0.0.0.0 exposes Warden to the network")
 	f.IntVar(&port, "port", defaultControlPort, "port of the control plane API")
 	f.IntVar(&gatewayPort, "gateway-port", defaultGatewayPort, "port of the tool gateway (0: no gateway)")
+	f.IntVar(&mcpPort, "mcp-port", defaultMCPPort, "port of the MCP gateway (0: no MCP gateway)")
 	f.IntVar(&changeHistory, "change-history", server.DefaultChangeHistory, "change-log entries each tenant keeps for watchers that resume (-1: all)")
 	f.StringVar(&tlsOpts.cert, "tls-cert", "", "PEM certificate (chain) to serve every listener over TLS")
 	f.StringVar(&tlsOpts.key, "tls-key", "", "PEM private key of --tls-cert")
@@ -205,6 +217,11 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		return err
 	}
 	defer listeners.Close()
+	if a.mcpPort != 0 {
+		if err := listeners.BindMCP(net.JoinHostPort(listenHost, strconv.Itoa(a.mcpPort))); err != nil {
+			return err
+		}
+	}
 	// A certificate pair that does not load fails now, before first-start
 	// setup, like a busy port.
 	if _, err := (server.Config{TLSCertFile: tlsOpts.cert, TLSKeyFile: tlsOpts.key}).TLSConfig(); err != nil {
@@ -310,6 +327,11 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		gatewayAddr = net.JoinHostPort(listenHost, strconv.Itoa(gatewayPort))
 		gatewayURL = scheme + "://" + net.JoinHostPort(clientHost(listenHost), strconv.Itoa(gatewayPort))
 	}
+	mcpAddr, mcpURL := "", ""
+	if a.mcpPort != 0 {
+		mcpAddr = net.JoinHostPort(listenHost, strconv.Itoa(a.mcpPort))
+		mcpURL = scheme + "://" + net.JoinHostPort(clientHost(listenHost), strconv.Itoa(a.mcpPort))
+	}
 
 	var osTools gateway.OSRunner
 	var sandboxErr error
@@ -337,6 +359,10 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 	approvals.SetQueue(queue)
 	agboms.SetQueue(queue)
 	executions.SetQueue(queue)
+	compileOpts := manifestURLs(scheme, listenHost, publicURL, gatewayURL)
+	if mcpURL != "" {
+		compileOpts.MCPGatewayURL = mcpURL
+	}
 	srv, err := server.New(server.Config{
 		Queue:          approvals,
 		AgBOMQueue:     agbomQueue(agboms, gatewayPort),
@@ -347,7 +373,8 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		Logger:         logger,
 		ControlAddr:    net.JoinHostPort(listenHost, controlPort),
 		GatewayAddr:    gatewayAddr,
-		Compile:        manifestURLs(scheme, listenHost, publicURL, gatewayURL),
+		Compile:        compileOpts,
+		MCPAddr:        mcpAddr,
 		TLSCertFile:    tlsOpts.cert,
 		TLSKeyFile:     tlsOpts.key,
 		Keyring:        keyring,
@@ -387,6 +414,9 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 	fmt.Fprintf(w, "  control plane + console  %s\n", controlURL)
 	if gatewayURL != "" {
 		fmt.Fprintf(w, "  tool gateway             %s\n", gatewayURL)
+	}
+	if mcpURL != "" {
+		fmt.Fprintf(w, "  MCP gateway              %s (per-agent endpoint %s/mcp)\n", mcpURL, mcpURL)
 	}
 	fmt.Fprintf(w, "  store                    %s\n", redactURL(storeURL))
 	fmt.Fprintf(w, "  config                   %s\n", clientconfig.Path(home))
