@@ -416,3 +416,41 @@ func TestSurvivesRestart(t *testing.T) {
 		})
 	}
 }
+
+// TestRoles: who may run, cancel, replay, promote and evaluate, decided by
+// app/authz's matrix.
+func TestRoles(t *testing.T) {
+	t.Parallel()
+	e := start(t, backends()["sqlite"](t))
+	key := func(name, role string) string {
+		r := do(t, http.MethodPost, e.cpURL+"/v1/apikeys", e.admin, map[string]any{"name": name, "namespace": "default", "role": role}, nil)
+		require.Equal(t, http.StatusCreated, r.status, string(r.raw))
+		return r.body["secret"].(string)
+	}
+	viewer, editor := key("v", "viewer"), key("ed", "editor")
+	exec := e.run("ticket roles")
+	e.waitPhase(exec, "Succeeded")
+	base := e.cpURL + "/v1/namespaces/default/executions"
+	cases := []struct {
+		name, token, method, path string
+		body                      any
+		status                    int
+	}{
+		{"viewer reads", viewer, http.MethodGet, base + "/" + exec, nil, http.StatusOK},
+		{"viewer lists", viewer, http.MethodGet, base, nil, http.StatusOK},
+		{"viewer reads events", viewer, http.MethodGet, base + "/" + exec + "/events", nil, http.StatusOK},
+		{"viewer may not run", viewer, http.MethodPost, base, map[string]any{"agent": "bot", "prompt": "hello"}, http.StatusForbidden},
+		{"viewer may not cancel", viewer, http.MethodPost, base + "/" + exec + "/cancel", nil, http.StatusForbidden},
+		{"viewer may not promote", viewer, http.MethodPost, e.cpURL + "/v1/promote", map[string]any{"agent": "bot", "from": "dev", "to": "staging"}, http.StatusForbidden},
+		{"viewer may not evaluate", viewer, http.MethodPost, e.cpURL + "/v1/eval/s/run", map[string]any{"agent": "bot", "cases": []any{map[string]any{"name": "a", "prompt": "hello"}}}, http.StatusForbidden},
+		{"editor may not replay", editor, http.MethodPost, base + "/" + exec + "/replay", nil, http.StatusForbidden},
+		{"editor runs", editor, http.MethodPost, base, map[string]any{"agent": "bot", "prompt": "hello"}, http.StatusCreated},
+		{"editor promotes", editor, http.MethodPost, e.cpURL + "/v1/promote", map[string]any{"agent": "bot", "from": "dev", "to": "staging"}, http.StatusOK},
+		{"the system-only kind is not applied", editor, http.MethodPatch, base + "/" + exec, map[string]any{"spec": map[string]any{"input": map[string]any{}}}, http.StatusForbidden},
+	}
+	for _, tc := range cases {
+		r := do(t, tc.method, tc.path, tc.token, tc.body, nil)
+		require.Equal(t, tc.status, r.status, "%s: %s", tc.name, r.raw)
+	}
+	require.Equal(t, 1, e.tools.count("/create"), "refused requests run nothing")
+}
