@@ -118,7 +118,7 @@ func (s *Service) Eval(ctx context.Context, p auth.Principal, name string, req E
 	defer cancel()
 	for i, c := range req.Cases {
 		r := &res.Cases[i]
-		err := s.Follow(wctx, p.Tenant, req.Namespace, r.Execution, 0, eventPollInterval, func(events.Event) error { return nil })
+		err := s.Follow(wctx, p.Tenant, req.Namespace, r.Execution, 0, eventPollInterval, func(events.Event) error { return nil }, nil)
 		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 			return nil, err
 		}

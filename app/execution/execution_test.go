@@ -73,6 +73,9 @@ func TestFollow(t *testing.T) {
 	var seqs []float64
 	sc := bufio.NewScanner(res.Body)
 	for sc.Scan() {
+		if len(sc.Bytes()) == 0 {
+			continue // a keep-alive
+		}
 		var ev map[string]any
 		require.NoError(t, json.Unmarshal(sc.Bytes(), &ev))
 		types = append(types, ev["type"].(string))
@@ -86,7 +89,13 @@ func TestFollow(t *testing.T) {
 	r := do(t, http.MethodGet, e.cpURL+"/v1/namespaces/default/executions/"+exec+"/events?follow=true&after="+
 		jsonNumber(seqs[2]), e.admin, nil, nil)
 	require.Equal(t, http.StatusOK, r.status)
-	require.Equal(t, len(types)-3, strings.Count(strings.TrimSpace(string(r.raw)), "\n")+1)
+	lines := 0
+	for _, l := range strings.Split(string(r.raw), "\n") {
+		if strings.TrimSpace(l) != "" {
+			lines++
+		}
+	}
+	require.Equal(t, len(types)-3, lines)
 
 	// Server-sent events carry the sequence as the id.
 	r = do(t, http.MethodGet, e.cpURL+"/v1/namespaces/default/executions/"+exec+"/events", e.admin, nil,
@@ -411,8 +420,10 @@ func TestSurvivesRestart(t *testing.T) {
 			second := startWith(t, storeURL, true, first.admin)
 			done := second.waitPhase(exec, "Succeeded")
 			require.Contains(t, done.body["status"].(map[string]any)["output"].(map[string]any)["answer"], "restart")
-			require.Equal(t, 1, second.tools.count("/search"))
-			require.Equal(t, 0, first.tools.count("/search"))
+			// The job may start before the second process re-applies the
+			// fixture (which points the tool at its own tool server): the
+			// tool ran once, on either.
+			require.Equal(t, 1, first.tools.count("/search")+second.tools.count("/search"))
 		})
 	}
 }

@@ -400,6 +400,9 @@ func (e *env) eventTypes(name string) []string {
 	require.Equal(e.t, http.StatusOK, r.status, string(r.raw))
 	var types []string
 	for _, line := range strings.Split(strings.TrimSpace(string(r.raw)), "\n") {
+		if line == "" {
+			continue
+		}
 		var ev struct {
 			Type string `json:"type"`
 		}

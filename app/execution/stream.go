@@ -46,9 +46,11 @@ func IsLast(ev events.Event) bool {
 // Follow calls fn with every event of execution name after after, as they
 // are recorded, until the execution's last event was delivered, ctx ends
 // or fn fails. It wakes on the in-process bus and, for runs on other
-// replicas, every poll interval.
+// replicas, every poll interval, when it calls idle (if not nil) after a
+// read that found nothing: a stream writes a keep-alive there, which also
+// finds a client that went away.
 func (s *Service) Follow(ctx context.Context, tenant, ns, name string, after int64, poll time.Duration,
-	fn func(events.Event) error) error {
+	fn func(events.Event) error, idle func() error) error {
 	wake := make(chan struct{}, 1)
 	if s.cfg.Bus != nil {
 		unsubscribe := s.cfg.Bus.Subscribe(func(ev events.Event) {
@@ -93,6 +95,11 @@ func (s *Service) Follow(ctx context.Context, tenant, ns, name string, after int
 			return ctx.Err()
 		case <-wake:
 		case <-ticker.C:
+			if idle != nil && len(evs) == 0 {
+				if err := idle(); err != nil {
+					return err
+				}
+			}
 		}
 	}
 }

@@ -126,7 +126,8 @@ const eventPoll = 2 * time.Second
 // execution's events after ?after= (or Last-Event-ID), as newline-delimited
 // JSON, or server-sent events when the client accepts text/event-stream.
 // With ?follow=true the stream stays open until the execution's last
-// event.
+// event, with a keep-alive (an empty line; an SSE comment) every quiet
+// poll.
 func (s *Server) handleExecutionEvents(c *fiber.Ctx) error {
 	ns, name, err := s.executionTarget(c, auth.VerbGet, "executions", auth.VerbGet)
 	if err != nil {
@@ -192,7 +193,17 @@ func (s *Server) handleExecutionEvents(c *fiber.Ctx) error {
 	tenant := p.Tenant
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
 		defer listener.LogPanic(ctx, s.log, "execution event stream", id)
-		err := s.executions.Follow(ctx, tenant, ns, name, after, eventPoll, func(ev events.Event) error { return write(w, ev) })
+		keepAlive := []byte("\n")
+		if sse {
+			keepAlive = []byte(": keep-alive\n\n")
+		}
+		err := s.executions.Follow(ctx, tenant, ns, name, after, eventPoll, func(ev events.Event) error { return write(w, ev) },
+			func() error {
+				if _, err := w.Write(keepAlive); err != nil {
+					return err
+				}
+				return w.Flush()
+			})
 		if err != nil {
 			s.log.Debug("execution event stream ended", "execution", name, "err", err)
 		}
