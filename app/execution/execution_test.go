@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/warden-dev/warden/app/gateway"
 )
 
 // TestRun is a full run on each backend: the model asks for a tool, the
@@ -464,4 +466,21 @@ func TestRoles(t *testing.T) {
 		require.Equal(t, tc.status, r.status, "%s: %s", tc.name, r.raw)
 	}
 	require.Equal(t, 1, e.tools.count("/create"), "refused requests run nothing")
+}
+
+// TestApprovalDenied: a denied call's reason goes to the model, which
+// answers; the tool never runs.
+func TestApprovalDenied(t *testing.T) {
+	t.Parallel()
+	e := start(t, backends()["sqlite"](t))
+	exec := e.run("refund 10")
+	w := e.waitPhase(exec, "Waiting")
+	call := w.body["status"].(map[string]any)["waitingOn"].(string)
+	r := do(t, http.MethodPost, e.cpURL+"/v1/namespaces/default/approvals/"+gateway.ApprovalName(call)+"/decide", e.admin,
+		map[string]any{"decision": "deny", "rationale": "not today"}, nil)
+	require.Equal(t, http.StatusOK, r.status, string(r.raw))
+	done := e.waitPhase(exec, "Succeeded")
+	require.Contains(t, done.body["status"].(map[string]any)["output"].(map[string]any)["answer"], "ApprovalDenied")
+	require.Equal(t, 0, e.tools.count("/refund"))
+	require.Contains(t, e.eventTypes(exec), "ApprovalDenied")
 }
