@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 )
 
@@ -63,9 +64,27 @@ func (e *Executions) EnqueueExecution(ctx context.Context, tenant, namespace, na
 	if q == nil {
 		return errors.New("jobs: no queue set")
 	}
-	_, err := q.Insert(ctx, ExecutionArgs{Tenant: tenant, Namespace: namespace, Name: name},
-		&river.InsertOpts{MaxAttempts: 5, UniqueOpts: river.UniqueOpts{ByArgs: true}})
+	_, err := q.Insert(ctx, ExecutionArgs{Tenant: tenant, Namespace: namespace, Name: name}, executionOpts())
 	return err
+}
+
+// EnqueueExecutionTx schedules the run in tx, the store transaction that
+// records the execution, so that both commit together. tx must offer
+// PgxTx() pgx.Tx (the Postgres store's transactions do) and the Queue
+// must be on Postgres; otherwise it reports false, doing nothing, and the
+// caller schedules with EnqueueExecution after its commit.
+func (e *Executions) EnqueueExecutionTx(ctx context.Context, tx any, tenant, namespace, name string) (bool, error) {
+	q := e.queue.Load()
+	p, ok := tx.(interface{ PgxTx() pgx.Tx })
+	if q == nil || !ok {
+		return false, nil
+	}
+	return q.InsertTx(ctx, p.PgxTx(), ExecutionArgs{Tenant: tenant, Namespace: namespace, Name: name}, executionOpts())
+}
+
+// executionOpts are the insert options of an execution job.
+func executionOpts() *river.InsertOpts {
+	return &river.InsertOpts{MaxAttempts: 5, UniqueOpts: river.UniqueOpts{ByArgs: true}}
 }
 
 type executionWorker struct {

@@ -48,6 +48,14 @@ type Queue interface {
 	EnqueueExecution(ctx context.Context, tenant, namespace, name string) error
 }
 
+// TxQueue is a Queue that can also schedule in the store transaction that
+// records the execution (jobs.Executions on Postgres): then no crash can
+// leave a Scheduled execution without its job. It reports false when it
+// cannot, and the run is scheduled after the commit.
+type TxQueue interface {
+	EnqueueExecutionTx(ctx context.Context, tx any, tenant, namespace, name string) (bool, error)
+}
+
 // TokenIssuer issues workload tokens (workload.Issuer).
 type TokenIssuer interface {
 	Issue(ctx context.Context, p workload.IssueParams) (string, time.Time, error)
@@ -211,7 +219,9 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, ns string, req C
 	}
 	var created *resource.Object
 	var evs []events.Event
+	scheduled := false
 	err = s.cfg.Store.Update(ctx, p.Tenant, func(ctx context.Context, tx store.Tx) error {
+		evs, scheduled = nil, false
 		o, err := tx.ResourceCreate(ctx, obj)
 		if err != nil {
 			return fmt.Errorf("create execution: %w", err)
@@ -222,6 +232,21 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, ns string, req C
 		}
 		ev, err := tx.EventInsert(ctx, s.event(p.Tenant, ns, name, events.ExecutionCreated, map[string]any{
 			"agent": req.Agent, "environment": env, "manifest": manifest, "requestedBy": p.Subject, "phase": PhasePending}))
+		if err != nil {
+			return err
+		}
+		evs = append(evs, ev)
+		q, ok := s.cfg.Queue.(TxQueue)
+		if !ok {
+			return nil
+		}
+		if scheduled, err = q.EnqueueExecutionTx(ctx, tx, p.Tenant, ns, name); err != nil || !scheduled {
+			return err
+		}
+		if created, err = tx.ResourceUpdateStatus(ctx, o.Key(), map[string]any{"phase": PhaseScheduled}, created.Metadata.ResourceVersion); err != nil {
+			return fmt.Errorf("record execution status: %w", err)
+		}
+		ev, err = tx.EventInsert(ctx, s.event(p.Tenant, ns, name, events.ExecutionScheduled, map[string]any{"phase": PhaseScheduled}))
 		evs = append(evs, ev)
 		return err
 	})
@@ -229,6 +254,9 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, ns string, req C
 		return nil, err
 	}
 	s.publish(evs)
+	if scheduled {
+		return created, nil
+	}
 	return s.schedule(ctx, p.Tenant, ns, created)
 }
 
