@@ -23,6 +23,7 @@ import (
 type fakeReader struct {
 	store.MemberReader
 	store.GatewayReader
+	store.MemoryReader
 	objs []*resource.Object
 }
 

@@ -55,6 +55,11 @@ const (
 	ObjPromote = "promote"
 	// ObjEvalRun is POST /v1/eval/{name}/run.
 	ObjEvalRun = "eval/run"
+	// ObjMemoryItems is the memory service's items: get (query), create
+	// (write) and delete.
+	ObjMemoryItems = "memoryitems"
+	// ObjMemorySummarize with VerbCreate is a memory's summary pass.
+	ObjMemorySummarize = "memoryitems/summarize"
 )
 
 // Permission is one (object, verb) pair a role allows.
@@ -130,6 +135,7 @@ func rules(role string) []Permission {
 		// Secrets read as metadata only (values never leave the server).
 		add([]string{groupNamespaced}, readVerbs...)
 		add([]string{ObjResources}, auth.VerbWatch)
+		add([]string{ObjMemoryItems}, auth.VerbGet)
 		// Tenant-scope kinds live in domain "*": only a tenant-wide grant
 		// reaches them.
 		add([]string{groupTenant}, readVerbs...)
@@ -138,6 +144,8 @@ func rules(role string) []Permission {
 		viewer()
 		add([]string{groupUserKinds}, writeVerbs...)
 		add([]string{ObjExecutions, ObjExecutionsCancel, ObjPromote, ObjEvalRun}, VerbCreate)
+		add([]string{ObjMemoryItems}, VerbCreate, auth.VerbDelete)
+		add([]string{ObjMemorySummarize}, VerbCreate)
 	}
 	approver := func() {
 		viewer()
@@ -157,6 +165,8 @@ func rules(role string) []Permission {
 	case RoleAgent:
 		add([]string{"agents", "tools", "models"}, auth.VerbGet, auth.VerbList)
 		add([]string{ObjToolCalls}, VerbCreate)
+		add([]string{ObjMemoryItems}, auth.VerbGet, VerbCreate, auth.VerbDelete)
+		add([]string{ObjMemorySummarize}, VerbCreate)
 	case auth.RoleViewer:
 		viewer()
 	case auth.RoleEditor:

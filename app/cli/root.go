@@ -19,6 +19,8 @@ type app struct {
 	namespace string
 	// mcpPort is up's --mcp-port.
 	mcpPort int
+	// memoryPort is up's --memory-port.
+	memoryPort int
 }
 
 func newRootCmd(env Env) *cobra.Command {
@@ -73,6 +75,7 @@ current context of $WARDEN_HOME/config.yaml (written by 'warden up').`,
 		newExecutionsCmd(a),
 		newPromoteCmd(a),
 		newEvalCmd(a),
+		newMemoryCmd(a),
 		newDemoCmd(a),
 		newVersionCmd(a),
 		newMCPCmd(a),

@@ -48,6 +48,7 @@ func newUpCmd(a *app) *cobra.Command {
 	var dataDir, storeURL, listenHost string
 	var port, gatewayPort, changeHistory int
 	var mcpPort int
+	var mem memoryOptions
 	var tlsOpts tlsOptions
 	var people peopleOptions
 	cmd := &cobra.Command{
@@ -71,6 +72,9 @@ tokens. Register <public URL>/auth/callback as the redirect URL there.`,
 			}
 			if gatewayPort < 0 || gatewayPort > 65535 || gatewayPort == port {
 				return usagef("--gateway-port %d is not a TCP port (1-65535, 0 for no gateway) other than --port", gatewayPort)
+			}
+			if mem.port < 0 || mem.port > 65535 || mem.port == port || (mem.port != 0 && (mem.port == gatewayPort || mem.port == mcpPort)) {
+				return usagef("--memory-port %d is not a TCP port (1-65535, 0 for no memory service) other than --port, --gateway-port and --mcp-port", mem.port)
 			}
 			if (tlsOpts.cert == "") != (tlsOpts.key == "") {
 				return usagef("--tls-cert and --tls-key go together")
@@ -103,6 +107,7 @@ tokens. Register <public URL>/auth/callback as the redirect URL there.`,
 				mcpPort = 0 // MCP calls are governed by the tool gateway
 			}
 			a.mcpPort = mcpPort
+			a.memoryPort = mem.port
 			return a.up(cmd.Context(), dataDir, storeURL, listenHost, port, gatewayPort, changeHistory, tlsOpts, people)
 		},
 	}
@@ -113,6 +118,7 @@ tokens. Register <public URL>/auth/callback as the redirect URL there.`,
 	f.IntVar(&port, "port", defaultControlPort, "port of the control plane API")
 	f.IntVar(&gatewayPort, "gateway-port", defaultGatewayPort, "port of the tool gateway (0: no gateway)")
 	f.IntVar(&mcpPort, "mcp-port", defaultMCPPort, "port of the MCP gateway (0: no MCP gateway)")
+	f.IntVar(&mem.port, "memory-port", defaultMemoryPort, "port of the memory service (0: no memory service)")
 	f.IntVar(&changeHistory, "change-history", server.DefaultChangeHistory, "change-log entries each tenant keeps for watchers that resume (-1: all)")
 	f.StringVar(&tlsOpts.cert, "tls-cert", "", "PEM certificate (chain) to serve every listener over TLS")
 	f.StringVar(&tlsOpts.key, "tls-key", "", "PEM private key of --tls-cert")
@@ -222,6 +228,15 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 			return err
 		}
 	}
+	memLn, err := bindMemory(listenHost, a.memoryPort)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if memLn != nil {
+			_ = memLn.Close()
+		}
+	}()
 	// A certificate pair that does not load fails now, before first-start
 	// setup, like a busy port.
 	if _, err := (server.Config{TLSCertFile: tlsOpts.cert, TLSKeyFile: tlsOpts.key}).TLSConfig(); err != nil {
@@ -363,6 +378,9 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 	if mcpURL != "" {
 		compileOpts.MCPGatewayURL = mcpURL
 	}
+	if a.memoryPort != 0 {
+		compileOpts.MemoryURL = scheme + "://" + net.JoinHostPort(clientHost(listenHost), strconv.Itoa(a.memoryPort))
+	}
 	srv, err := server.New(server.Config{
 		Queue:          approvals,
 		AgBOMQueue:     agbomQueue(agboms, gatewayPort),
@@ -432,8 +450,22 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 	if tracer != nil {
 		fmt.Fprintf(w, "  traces (OTLP/HTTP)       %s\n", traceEndpoint)
 	}
+	if memLn != nil {
+		fmt.Fprintf(w, "  memory                   %s\n", compileOpts.MemoryURL)
+	}
 	fmt.Fprintf(w, "Press Ctrl-C to stop.\n")
+	memTLS, err := (server.Config{TLSCertFile: tlsOpts.cert, TLSKeyFile: tlsOpts.key}).TLSConfig()
+	if err != nil {
+		return err
+	}
+	stopMemory, err := serveMemory(ctx, memLn, srv, st, compileOpts.ModelRouterURL,
+		memTLS, logger, a.env.Now)
+	if err != nil {
+		return err
+	}
+	memLn = nil // serveMemory owns it now
 	err = srv.ServeListeners(ctx, listeners)
+	stopMemory()
 	if ctx.Err() != nil && (err == nil || errors.Is(err, context.Canceled)) {
 		fmt.Fprintln(w, "Warden stopped.")
 		return nil

@@ -23,6 +23,8 @@ type fakeReader struct {
 	store.MemberReader
 	// GatewayReader likewise.
 	store.GatewayReader
+	// MemoryReader likewise.
+	store.MemoryReader
 	objs  []*resource.Object
 	gets  int
 	lists int

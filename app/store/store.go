@@ -99,6 +99,8 @@ type Reader interface {
 	MemberReader
 	// GatewayReader reads the tool gateway's usage counters.
 	GatewayReader
+	// MemoryReader reads the memory service's items.
+	MemoryReader
 }
 
 // Tx is a read-write transaction bound to one tenant.
@@ -133,6 +135,8 @@ type Tx interface {
 	MemberTx
 	// GatewayTx holds idempotency claims and usage counters.
 	GatewayTx
+	// MemoryTx writes the memory service's items.
+	MemoryTx
 }
 
 // ListParams selects one page of a list.
