@@ -152,6 +152,10 @@ test-deps: tools ## Install what the tests need when missing: a C compiler for -
 		echo "installing bubblewrap (the OS tool sandbox runs commands under bwrap)"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends bubblewrap; \
 	fi
+	@if [ ! -f "$$HOME/.cache/warden/axe/node_modules/axe-core/axe.min.js" ]; then \
+		echo "installing axe-core (the approval browser test checks accessibility with it)"; \
+		npm install --no-audit --no-fund --prefix "$$HOME/.cache/warden/axe" axe-core@4.10.3 >/dev/null; \
+	fi
 
 check-postgres: ## Fail loudly unless PostgreSQL answers at TEST_DATABASE_URL.
 	@if command -v psql >/dev/null 2>&1; then \

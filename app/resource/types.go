@@ -602,6 +602,12 @@ type ApprovalSpec struct {
 	Reason string `json:"reason,omitempty"`
 	// ExpiresAt is an RFC 3339 UTC timestamp.
 	ExpiresAt string `json:"expiresAt,omitempty"`
+	// Input is the call's input as its record holds it (redacted).
+	Input map[string]any `json:"input,omitempty"`
+	// Policy is <policy>@<version> whose Rule asked for approval; empty
+	// when the side-effect class or the tool did.
+	Policy string `json:"policy,omitempty"`
+	Rule   string `json:"rule,omitempty"`
 }
 
 // ApprovalStatus is the status of an Approval.
@@ -614,6 +620,9 @@ type ApprovalStatus struct {
 	DecidedAt string `json:"decidedAt,omitempty"`
 	// Rationale is the approver's reason.
 	Rationale string `json:"rationale,omitempty"`
+	// Channel is how the decision arrived: api, console, email, webhook
+	// or slack.
+	Channel string `json:"channel,omitempty"`
 }
 
 // ConversationSpec is the spec of a Conversation.

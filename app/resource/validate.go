@@ -276,6 +276,8 @@ func validateRules(o *Object, add addFunc) {
 				add("spec.content", ErrCodeRequired, "an inline knowledge source needs spec.content")
 			}
 		}
+	case KindNotificationChannel:
+		validateNotificationChannel(s, add)
 	case KindSecret:
 		for _, field := range []string{"data", "sealed"} {
 			d, ok := s[field].(map[string]any)

@@ -82,6 +82,7 @@ func Run(t *testing.T, open OpenFunc) {
 		{"MemoryDelete", testMemoryDelete},
 		{"MemoryTrim", testMemoryTrim},
 		{"MemoryCompact", testMemoryCompact},
+		{"Deliveries", testDeliveries},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
