@@ -44,6 +44,17 @@ const (
 	ObjAudit = "audit"
 	// ObjResources is the change feed, GET /v1/resources?watch=true.
 	ObjResources = "resources"
+	// ObjExecutions with VerbCreate is creating and running an execution.
+	ObjExecutions = "executions"
+	// ObjExecutionsCancel cancels an unfinished execution.
+	ObjExecutionsCancel = "executions/cancel"
+	// ObjExecutionsReplay replays the tool calls of an execution.
+	ObjExecutionsReplay = "executions/replay"
+	// ObjPromote is POST /v1/promote (the apply it makes is authorized
+	// again as apply on deployments).
+	ObjPromote = "promote"
+	// ObjEvalRun is POST /v1/eval/{name}/run.
+	ObjEvalRun = "eval/run"
 	// ObjMemoryItems is the memory service's items: get (query), create
 	// (write) and delete.
 	ObjMemoryItems = "memoryitems"
@@ -132,6 +143,7 @@ func rules(role string) []Permission {
 	editor := func() {
 		viewer()
 		add([]string{groupUserKinds}, writeVerbs...)
+		add([]string{ObjExecutions, ObjExecutionsCancel, ObjPromote, ObjEvalRun}, VerbCreate)
 		add([]string{ObjMemoryItems}, VerbCreate, auth.VerbDelete)
 		add([]string{ObjMemorySummarize}, VerbCreate)
 	}
@@ -146,6 +158,7 @@ func rules(role string) []Permission {
 		add([]string{"rolebindings"}, writeVerbs...)
 		add([]string{ObjAPIKeys}, auth.VerbGet, auth.VerbList, VerbCreate, auth.VerbDelete)
 		add([]string{ObjToolCallsReplay}, VerbCreate)
+		add([]string{ObjExecutionsReplay}, VerbCreate)
 		add([]string{ObjAudit}, auth.VerbGet, auth.VerbList)
 	}
 	switch role {
