@@ -47,6 +47,17 @@ const (
 	// ObjTraces is the trace service: reading spans, metrics and OCSF
 	// events (get, list) and sending them (create).
 	ObjTraces = "traces"
+	// ObjExecutions with VerbCreate is creating and running an execution.
+	ObjExecutions = "executions"
+	// ObjExecutionsCancel cancels an unfinished execution.
+	ObjExecutionsCancel = "executions/cancel"
+	// ObjExecutionsReplay replays the tool calls of an execution.
+	ObjExecutionsReplay = "executions/replay"
+	// ObjPromote is POST /v1/promote (the apply it makes is authorized
+	// again as apply on deployments).
+	ObjPromote = "promote"
+	// ObjEvalRun is POST /v1/eval/{name}/run.
+	ObjEvalRun = "eval/run"
 	// ObjMemoryItems is the memory service's items: get (query), create
 	// (write) and delete.
 	ObjMemoryItems = "memoryitems"
@@ -137,6 +148,7 @@ func rules(role string) []Permission {
 		viewer()
 		add([]string{groupUserKinds}, writeVerbs...)
 		add([]string{ObjTraces}, VerbCreate)
+		add([]string{ObjExecutions, ObjExecutionsCancel, ObjPromote, ObjEvalRun}, VerbCreate)
 		add([]string{ObjMemoryItems}, VerbCreate, auth.VerbDelete)
 		add([]string{ObjMemorySummarize}, VerbCreate)
 	}
@@ -151,6 +163,7 @@ func rules(role string) []Permission {
 		add([]string{"rolebindings"}, writeVerbs...)
 		add([]string{ObjAPIKeys}, auth.VerbGet, auth.VerbList, VerbCreate, auth.VerbDelete)
 		add([]string{ObjToolCallsReplay}, VerbCreate)
+		add([]string{ObjExecutionsReplay}, VerbCreate)
 		add([]string{ObjAudit}, auth.VerbGet, auth.VerbList)
 	}
 	switch role {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/warden-dev/warden/app/api"
 	"github.com/warden-dev/warden/app/client"
+	"github.com/warden-dev/warden/app/execution"
 	"github.com/warden-dev/warden/app/gateway"
 	"github.com/warden-dev/warden/app/resource"
 )
@@ -34,10 +35,10 @@ type recordFilters struct {
 }
 
 func (f *recordFilters) addFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&f.agent, "agent", "", "toolcalls and approvals: only those of this agent")
+	fs.StringVar(&f.agent, "agent", "", "toolcalls, approvals and executions: only those of this agent")
 	fs.StringVar(&f.tool, "tool", "", "toolcalls and approvals: only those of this tool")
-	fs.StringVar(&f.phase, "phase", "", "toolcalls: only those in this phase (Succeeded, Failed, Denied, AwaitingApproval, …)")
-	fs.StringVar(&f.since, "since", "", "toolcalls and approvals: only those created after this (a duration such as 1h, or an RFC 3339 time)")
+	fs.StringVar(&f.phase, "phase", "", "toolcalls and executions: only those in this phase (Succeeded, Failed, Denied, AwaitingApproval, Waiting, …)")
+	fs.StringVar(&f.since, "since", "", "toolcalls, approvals and executions: only those created after this (a duration such as 1h, or an RFC 3339 time)")
 }
 
 func (f recordFilters) set() bool {
@@ -49,17 +50,24 @@ func (f *recordFilters) check(k resource.KindInfo, name string) error {
 	if !f.set() {
 		return nil
 	}
-	if k.Kind != resource.KindToolCall && k.Kind != resource.KindApproval {
-		return usagef("--agent, --tool, --phase and --since filter toolcalls and approvals only, not %s", k.Plural)
+	if k.Kind != resource.KindToolCall && k.Kind != resource.KindApproval && k.Kind != resource.KindExecution {
+		return usagef("--agent, --tool, --phase and --since filter toolcalls, approvals and executions only, not %s", k.Plural)
 	}
 	if name != "" {
 		return usagef("a NAME cannot be combined with --agent, --tool, --phase or --since")
 	}
+	if k.Kind == resource.KindExecution && f.tool != "" {
+		return usagef("--tool filters toolcalls and approvals, not executions")
+	}
 	if f.phase != "" {
-		if k.Kind != resource.KindToolCall {
+		if k.Kind == resource.KindApproval {
 			return usagef("--phase filters toolcalls; approvals have a status: warden approvals ls --status")
 		}
-		p, err := parsePhase(f.phase)
+		known := phases
+		if k.Kind == resource.KindExecution {
+			known = execution.Phases()
+		}
+		p, err := parsePhaseOf(f.phase, known)
 		if err != nil {
 			return err
 		}
@@ -89,12 +97,14 @@ func (f recordFilters) list(ctx context.Context, c *client.Client, k resource.Ki
 		return c.ToolCallListAll(ctx, ns, client.ToolCallListOptions{Agent: f.agent, Tool: f.tool, Phase: f.phase, Since: f.since, Selector: selector})
 	case resource.KindApproval:
 		return c.ApprovalListAll(ctx, ns, client.ApprovalListOptions{Agent: f.agent, Tool: f.tool, Since: f.since, Selector: selector})
+	case resource.KindExecution:
+		return c.ExecutionListAll(ctx, ns, client.ExecutionListOptions{Agent: f.agent, Phase: f.phase, Since: f.since, Selector: selector})
 	}
 	return c.ListAll(ctx, k.Plural, ns, client.ListOptions{Selector: selector})
 }
 
-// parsePhase accepts a phase in any letter case.
-func parsePhase(s string) (string, error) {
+// parsePhaseOf accepts one of phases in any letter case.
+func parsePhaseOf(s string, phases []string) (string, error) {
 	for _, p := range phases {
 		if strings.EqualFold(p, s) {
 			return p, nil

@@ -287,7 +287,7 @@ func TestToolCallCommands(t *testing.T) {
 		{name: "approvals filtered by agent", args: []string{"get", "approvals", "--agent", "demo-bot"}, wantOut: []string{ap, "demo.refund", "pending"}},
 		{name: "unknown phase", args: []string{"get", "toolcalls", "--phase", "Exploded"}, wantCode: ExitUsage, wantErr: []string{`unknown phase "Exploded"`}},
 		{name: "phase of approvals", args: []string{"get", "approvals", "--phase", "Failed"}, wantCode: ExitUsage, wantErr: []string{"approvals ls --status"}},
-		{name: "filter on another kind", args: []string{"get", "agents", "--agent", "demo-bot"}, wantCode: ExitUsage, wantErr: []string{"toolcalls and approvals only"}},
+		{name: "filter on another kind", args: []string{"get", "agents", "--agent", "demo-bot"}, wantCode: ExitUsage, wantErr: []string{"toolcalls, approvals and executions only"}},
 		{name: "bad since", args: []string{"get", "toolcalls", "--since", "yesterday"}, wantCode: ExitUsage, wantErr: []string{`--since "yesterday"`}},
 		{name: "name with a filter", args: []string{"get", "toolcall", c.search, "--agent", "demo-bot"}, wantCode: ExitUsage},
 

@@ -23,6 +23,7 @@ import (
 
 	"github.com/warden-dev/warden/app/agbom"
 	"github.com/warden-dev/warden/app/clientconfig"
+	"github.com/warden-dev/warden/app/execution"
 	"github.com/warden-dev/warden/app/gateway"
 	"github.com/warden-dev/warden/app/oidc"
 	"github.com/warden-dev/warden/app/sandbox"
@@ -373,6 +374,7 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 	notifyJobs := jobs.NewNotifications(workers)
 	inviteJobs := jobs.NewInvitations(workers, notifyJobs)
 	agboms := jobs.NewAgBOMs(workers)
+	executions := jobs.NewExecutions(workers)
 	cluster := jobs.NewCluster(workers, jobs.ClusterConfig{})
 	queue, err := openQueue(ctx, st, storeURL, jobs.Config{Workers: workers, Logger: logger,
 		PeriodicJobs: cluster.PeriodicJobs(), Queues: cluster.Queues(gatewayPort != 0)})
@@ -381,6 +383,7 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 	}
 	approvals.SetQueue(queue)
 	agboms.SetQueue(queue)
+	executions.SetQueue(queue)
 	// Approvals are announced on the NotificationChannels that select
 	// them, by jobs enqueued with the Approval.
 	notifyJobs.SetQueue(queue)
@@ -407,6 +410,7 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		Inviter:        notifier,
 		PublicRoutes:   publicRoutes,
 		AgBOMQueue:     agbomQueue(agboms, gatewayPort),
+		ExecutionQueue: executionQueue(executions, gatewayPort),
 		Cluster:        cluster,
 		Sandbox:        osTools,
 		Store:          st,
@@ -438,6 +442,7 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 	}
 	defer stopTrace()
 	agboms.Bind(srv.AgBOM())
+	executions.Bind(srv.Executions())
 	gw := srv.Gateway()
 	if gw != nil {
 		approvals.Bind(gw)
@@ -512,6 +517,16 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 // this process works only with the tool gateway (jobs.Cluster.Queues: the
 // approval jobs need one), else nil, and the server refreshes in-process.
 func agbomQueue(q *jobs.AgBOMs, gatewayPort int) agbom.Queue {
+	if gatewayPort == 0 {
+		return nil
+	}
+	return q
+}
+
+// executionQueue is where execution runs go: River's default queue when
+// this process works it (with the tool gateway, which runs need), else
+// nil, and the server runs them in-process.
+func executionQueue(q *jobs.Executions, gatewayPort int) execution.Queue {
 	if gatewayPort == 0 {
 		return nil
 	}

@@ -517,7 +517,8 @@ type ExecutionSpec struct {
 
 // ExecutionStatus is the status of an Execution.
 type ExecutionStatus struct {
-	// Phase is Pending, Scheduled, Running, Succeeded, Failed or Cancelled.
+	// Phase is Pending, Scheduled, Running, Waiting (a tool call awaits
+	// approval), Succeeded, Failed or Cancelled.
 	Phase string `json:"phase,omitempty"`
 	// StartedAt is an RFC 3339 UTC timestamp.
 	StartedAt string `json:"startedAt,omitempty"`
@@ -527,6 +528,12 @@ type ExecutionStatus struct {
 	Output map[string]any `json:"output,omitempty"`
 	// Error says why the run failed.
 	Error string `json:"error,omitempty"`
+	// Steps is how many model calls the run made so far.
+	Steps int64 `json:"steps,omitempty"`
+	// ToolCalls names the ToolCalls the run made so far.
+	ToolCalls []string `json:"toolCalls,omitempty"`
+	// WaitingOn names the ToolCall awaiting approval while Waiting.
+	WaitingOn string `json:"waitingOn,omitempty"`
 }
 
 // ToolCallSpec is the spec of a ToolCall, exactly SPEC.md's fields.

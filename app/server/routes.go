@@ -50,6 +50,7 @@ func (s *Server) routes() *fiber.App {
 	s.apikeyRoutes(v1)
 	s.approvalRoutes(v1)
 	s.agbomRoutes(v1)
+	s.executionRoutes(v1)
 
 	v1.Get("/namespaces/:ns/:plural", s.handleList)
 	v1.Get("/namespaces/:ns/:plural/:name", s.handleGet)

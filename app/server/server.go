@@ -24,6 +24,7 @@ import (
 	"github.com/warden-dev/warden/app/authz"
 	"github.com/warden-dev/warden/app/compile"
 	"github.com/warden-dev/warden/app/events"
+	"github.com/warden-dev/warden/app/execution"
 	"github.com/warden-dev/warden/app/gateway"
 	"github.com/warden-dev/warden/app/listener"
 	"github.com/warden-dev/warden/app/mcp"
@@ -109,6 +110,9 @@ type Config struct {
 	// per cluster, as River periodic jobs that New binds to this server;
 	// nil runs rotation and retention on this server's own timers.
 	Cluster *jobs.Cluster
+	// ExecutionQueue runs executions as durable jobs (jobs.Executions);
+	// nil runs them in goroutines of this process.
+	ExecutionQueue execution.Queue
 	// Announcer enqueues a new Approval's notifications in the transaction
 	// that creates it (notifications.Service); nil sends none.
 	Announcer gateway.Announcer
@@ -260,6 +264,8 @@ type Server struct {
 	// subscription.
 	agbom     *agbom.Service
 	stopAgBOM func()
+	// executions runs agents (app/execution).
+	executions *execution.Service
 	// base ends streams when the server shuts down.
 	base   context.Context
 	cancel context.CancelFunc
@@ -366,6 +372,11 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("agbom: %w", err)
 	}
 	s.stopAgBOM = s.agbom.Watch(bus, cfg.AgBOMQueue)
+	if s.executions, err = execution.New(execution.Config{Store: cfg.Store, Issuer: issuer, Bus: bus, Queue: cfg.ExecutionQueue,
+		ModelRouterURL: cfg.Compile.ModelRouterURL, ToolGatewayURL: cfg.Compile.ToolGatewayURL, Logger: cfg.Logger, Now: cfg.Now}); err != nil {
+		cancel()
+		return nil, fmt.Errorf("executions: %w", err)
+	}
 	// Grants change with RoleBindings and the Tenant record: drop the
 	// tenant's cached decisions whenever one is applied.
 	bus.Subscribe(func(ev events.Event) {
@@ -448,6 +459,7 @@ func (s *Server) stopBackground() {
 // closeGateway stops the gateway's background work once no request can
 // reach it any more: the calls in flight have recorded their results.
 func (s *Server) closeGateway() {
+	s.executions.Close()
 	if s.gateway != nil {
 		s.gateway.Close()
 	}

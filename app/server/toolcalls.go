@@ -25,6 +25,10 @@ var listFilters = map[string]map[string]string{
 		"tool":  "spec.toolRef.name",
 		"phase": "status.phase",
 	},
+	resource.KindExecution: {
+		"agent": "spec.agentRef.name",
+		"phase": "status.phase",
+	},
 	resource.KindApproval: {
 		"agent":  "spec.agentRef.name",
 		"tool":   "spec.toolRef.name",
