@@ -99,6 +99,8 @@ type Reader interface {
 	MemberReader
 	// GatewayReader reads the tool gateway's usage counters.
 	GatewayReader
+	// RouterReader reads the model router's routing decisions.
+	RouterReader
 }
 
 // Tx is a read-write transaction bound to one tenant.
@@ -133,6 +135,8 @@ type Tx interface {
 	MemberTx
 	// GatewayTx holds idempotency claims and usage counters.
 	GatewayTx
+	// RouterTx records the model router's routing decisions.
+	RouterTx
 }
 
 // ListParams selects one page of a list.

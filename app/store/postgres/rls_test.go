@@ -58,6 +58,9 @@ func seedTenant(t *testing.T, s store.Store, tenant string) {
 		if _, _, err := tx.UsageCharge(ctx, []store.UsageCharge{{UsageKey: store.UsageKey{Key: "rate", WindowStart: time.Unix(0, 0)}, Calls: 1}}); err != nil {
 			return err
 		}
+		if err := tx.RouteDecisionInsert(ctx, []store.RouteDecision{{ID: "d-" + tenant, Namespace: "default", Route: "r", Time: time.Unix(0, 0), Data: []byte(`{}`)}}); err != nil {
+			return err
+		}
 		return tx.APIKeyInsert(ctx, store.APIKey{ID: "key-" + tenant, SecretHash: hex.EncodeToString(sum[:]), Namespace: "*", Role: "admin"})
 	}))
 	require.NoError(t, s.SessionInsert(context.Background(), store.Session{IDHash: sessionHash(tenant), Tenant: tenant,
@@ -244,6 +247,7 @@ func testRowLevelSecurity(t *testing.T, url string, s store.Store) {
 		{"members", `INSERT INTO members (tenant_id, email, created_at) VALUES ($1, 'evil@example.com', now())`, `name = name`},
 		{"idempotency_keys", `INSERT INTO idempotency_keys (tenant_id, namespace, key, call, claimed_at) VALUES ($1, 'default', 'evil', 'evil', now())`, `released = released`},
 		{"usage_counters", `INSERT INTO usage_counters (tenant_id, key, window_start, calls, cost) VALUES ($1, 'evil', now(), 1, 0)`, `calls = calls`},
+		{"route_decisions", `INSERT INTO route_decisions (tenant_id, id, namespace, execution, route, agent, time, data) VALUES ($1, 'evil', 'default', '', 'r', '', now(), '{}')`, `route = route`},
 	}
 	for _, tb := range tables {
 		t.Run(tb.name, func(t *testing.T) {

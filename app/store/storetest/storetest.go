@@ -68,6 +68,7 @@ func Run(t *testing.T, open OpenFunc) {
 		{"GatewaySweep", testGatewaySweep},
 		{"IdempotencyConcurrent", testIdempotencyConcurrent},
 		{"UsageCharge", testUsageCharge},
+		{"RouteDecisions", testRouteDecisions},
 		{"UsageConcurrent", testUsageConcurrent},
 		{"GatewayIsolation", testGatewayIsolation},
 		{"ListenConfig", testListenConfig},
