@@ -36,6 +36,8 @@ const (
 	ObjToolCallsReplay = "toolcalls/replay"
 	// ObjToolCalls with VerbCreate is calling the tool gateway.
 	ObjToolCalls = "toolcalls"
+	// ObjModelCalls with VerbCreate is calling the model router.
+	ObjModelCalls = "modelcalls"
 	// ObjAPIKeys is API key management.
 	ObjAPIKeys = "apikeys"
 	// ObjMembers is the tenant's people.
@@ -126,6 +128,7 @@ func rules(role string) []Permission {
 	editor := func() {
 		viewer()
 		add([]string{groupUserKinds}, writeVerbs...)
+		add([]string{ObjModelCalls}, VerbCreate)
 	}
 	approver := func() {
 		viewer()
@@ -144,6 +147,7 @@ func rules(role string) []Permission {
 	case RoleAgent:
 		add([]string{"agents", "tools", "models"}, auth.VerbGet, auth.VerbList)
 		add([]string{ObjToolCalls}, VerbCreate)
+		add([]string{ObjModelCalls}, VerbCreate)
 	case auth.RoleViewer:
 		viewer()
 	case auth.RoleEditor:
