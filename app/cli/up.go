@@ -40,9 +40,13 @@ const defaultControlPort = 8080
 // defaultGatewayPort is the tool gateway's port.
 const defaultGatewayPort = 8081
 
+// defaultRouterPort is the model router's port.
+const defaultRouterPort = 8083
+
 func newUpCmd(a *app) *cobra.Command {
 	var dataDir, storeURL, listenHost string
 	var port, gatewayPort, changeHistory int
+	routerPort := defaultRouterPort
 	var tlsOpts tlsOptions
 	var people peopleOptions
 	cmd := &cobra.Command{
@@ -67,6 +71,9 @@ tokens. Register <public URL>/auth/callback as the redirect URL there.`,
 			if gatewayPort < 0 || gatewayPort > 65535 || gatewayPort == port {
 				return usagef("--gateway-port %d is not a TCP port (1-65535, 0 for no gateway) other than --port", gatewayPort)
 			}
+			if routerPort < 0 || routerPort > 65535 || routerPort == port || routerPort != 0 && routerPort == gatewayPort {
+				return usagef("--router-port %d is not a TCP port (1-65535, 0 for no router) other than --port and --gateway-port", routerPort)
+			}
 			if (tlsOpts.cert == "") != (tlsOpts.key == "") {
 				return usagef("--tls-cert and --tls-key go together")
 			}
@@ -88,7 +95,7 @@ tokens. Register <public URL>/auth/callback as the redirect URL there.`,
 					return usagef("--public-url %q must be an absolute http(s) URL", people.publicURL)
 				}
 			}
-			return a.up(cmd.Context(), dataDir, storeURL, listenHost, port, gatewayPort, changeHistory, tlsOpts, people)
+			return a.up(cmd.Context(), dataDir, storeURL, listenHost, port, gatewayPort, routerPort, changeHistory, tlsOpts, people)
 		},
 	}
 	f := cmd.Flags()
@@ -97,6 +104,7 @@ tokens. Register <public URL>/auth/callback as the redirect URL there.`,
 	f.StringVar(&listenHost, "listen-host", "127.0.0.1", "address the listeners bind to; 0.0.0.0 exposes Warden to the network")
 	f.IntVar(&port, "port", defaultControlPort, "port of the control plane API")
 	f.IntVar(&gatewayPort, "gateway-port", defaultGatewayPort, "port of the tool gateway (0: no gateway)")
+	f.IntVar(&routerPort, "router-port", defaultRouterPort, "port of the model router (0: no router)")
 	f.IntVar(&changeHistory, "change-history", server.DefaultChangeHistory, "change-log entries each tenant keeps for watchers that resume (-1: all)")
 	f.StringVar(&tlsOpts.cert, "tls-cert", "", "PEM certificate (chain) to serve every listener over TLS")
 	f.StringVar(&tlsOpts.key, "tls-key", "", "PEM private key of --tls-cert")
@@ -193,7 +201,7 @@ type tlsOptions struct {
 	allowPlaintext bool
 }
 
-func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port, gatewayPort, changeHistory int, tlsOpts tlsOptions, people peopleOptions) error {
+func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port, gatewayPort, routerPort, changeHistory int, tlsOpts tlsOptions, people peopleOptions) error {
 	home, err := clientconfig.Home(a.env.LookupEnv)
 	if err != nil {
 		return err
@@ -292,6 +300,11 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		gatewayURL = scheme + "://" + net.JoinHostPort(clientHost(listenHost), strconv.Itoa(gatewayPort))
 		fmt.Fprintf(w, "  tool gateway             %s\n", gatewayURL)
 	}
+	routerAddr := ""
+	if routerPort != 0 {
+		routerAddr = net.JoinHostPort(listenHost, strconv.Itoa(routerPort))
+		fmt.Fprintf(w, "  model router             %s://%s\n", scheme, net.JoinHostPort(clientHost(listenHost), strconv.Itoa(routerPort)))
+	}
 	fmt.Fprintf(w, "  store                    %s\n", redactURL(storeURL))
 	fmt.Fprintf(w, "  config                   %s\n", clientconfig.Path(home))
 	fmt.Fprintf(w, "  runtime                  %s\n", tuned)
@@ -331,6 +344,7 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		Logger:         logger,
 		ControlAddr:    net.JoinHostPort(listenHost, controlPort),
 		GatewayAddr:    gatewayAddr,
+		RouterAddr:     routerAddr,
 		Compile:        compile.Options{ToolGatewayURL: gatewayURL},
 		TLSCertFile:    tlsOpts.cert,
 		TLSKeyFile:     tlsOpts.key,

@@ -23,6 +23,7 @@ type fakeReader struct {
 	store.MemberReader
 	// GatewayReader likewise.
 	store.GatewayReader
+	store.RouterReader
 	objs  []*resource.Object
 	gets  int
 	lists int

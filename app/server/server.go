@@ -27,6 +27,7 @@ import (
 	"github.com/warden-dev/warden/app/oidc"
 	"github.com/warden-dev/warden/app/policy"
 	"github.com/warden-dev/warden/app/resource"
+	"github.com/warden-dev/warden/app/router"
 	"github.com/warden-dev/warden/app/secret"
 	"github.com/warden-dev/warden/app/store"
 	"github.com/warden-dev/warden/app/watch"
@@ -90,7 +91,10 @@ type Config struct {
 	Queue gateway.Queue
 	// Tracer receives one trace per tool call; nil means none.
 	Tracer trace.TracerProvider
-	Now    func() time.Time
+	// RouterAddr is the model router listener (port 8083); "" serves no
+	// router.
+	RouterAddr string
+	Now        func() time.Time
 }
 
 // WithDefaults returns a copy of c with defaults filled in.
@@ -137,6 +141,11 @@ func (c Config) Validate() error {
 	}
 	if err := CheckTransport(c.ControlAddr, c.TLSCertFile != "", c.AllowPlaintext); err != nil {
 		return err
+	}
+	if c.RouterAddr != "" {
+		if err := CheckTransport(c.RouterAddr, c.TLSCertFile != "", c.AllowPlaintext); err != nil {
+			return err
+		}
 	}
 	if c.GatewayAddr != GatewayOff {
 		return CheckTransport(c.GatewayAddr, c.TLSCertFile != "", c.AllowPlaintext)
@@ -201,6 +210,8 @@ type Server struct {
 	console *web.Console
 	// gateway is the tool gateway; nil with GatewayAddr "off".
 	gateway *gateway.Gateway
+	// router is the model router; nil without RouterAddr.
+	router *router.Router
 	// base ends streams when the server shuts down.
 	base   context.Context
 	cancel context.CancelFunc
@@ -280,6 +291,12 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("tool gateway: %w", err)
 		}
 		s.gateway = gw
+	}
+	if cfg.RouterAddr != "" {
+		if s.router, err = newRouter(cfg, issuer, people, policies, az, bus); err != nil {
+			cancel()
+			return nil, err
+		}
 	}
 	if err := s.buildConsole(); err != nil {
 		cancel()
@@ -392,6 +409,14 @@ func (s *Server) ListenAndServe(ctx context.Context) error {
 		ln = tls.NewListener(ln, tlsCfg)
 	}
 	s.log.InfoContext(ctx, "control plane listening", "addr", ln.Addr().String(), "tls", tlsCfg != nil)
+	if s.router != nil {
+		stop, err := s.serveRouter(ctx, tlsCfg)
+		if err != nil {
+			_ = ln.Close()
+			return err
+		}
+		defer stop()
+	}
 	if s.gateway == nil {
 		return s.Serve(ctx, ln)
 	}
