@@ -67,6 +67,8 @@ current context of $WARDEN_HOME/config.yaml (written by 'warden up').`,
 		newToolCallsCmd(a),
 		newApprovalsCmd(a),
 		newDemoCmd(a),
+		newModelsCmd(a),
+		newRouteCmd(a),
 	)
 	return root
 }

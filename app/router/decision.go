@@ -21,7 +21,7 @@ type Decision struct {
 	Operation string `json:"operation"`
 	Stream    bool   `json:"stream,omitempty"`
 	// Needs is what the request needed of a model.
-	Needs      needs       `json:"needs"`
+	Needs      Needs       `json:"needs"`
 	Candidates []Candidate `json:"candidates"`
 	// Selected is the Model that answered.
 	Selected string `json:"selected,omitempty"`

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/warden-dev/warden/app/auth"
 	"github.com/warden-dev/warden/app/events"
@@ -49,6 +50,8 @@ type fakeOpenAI struct {
 	lastReq map[string]any
 	lastHdr http.Header
 	release chan struct{}
+	// cancelled counts requests whose client went away while slow.
+	cancelled atomic.Int64
 }
 
 func newFakeOpenAI(t testing.TB) *fakeOpenAI {
@@ -101,6 +104,7 @@ func (f *fakeOpenAI) serve(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-f.release:
 		case <-r.Context().Done():
+			f.cancelled.Add(1)
 			return
 		}
 	}
@@ -342,6 +346,8 @@ type envOptions struct {
 	storeURL string
 	// attempt is the router's attempt timeout.
 	attempt time.Duration
+	// tracer receives the router's spans.
+	tracer trace.TracerProvider
 }
 
 func newEnv(t testing.TB, o envOptions) *env {
@@ -355,7 +361,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 	t.Cleanup(func() { _ = st.Close() })
 	admin, _, err := server.Bootstrap(ctx, st, nil)
 	require.NoError(t, err)
-	srv, err := server.New(server.Config{Store: st, RouterAddr: "127.0.0.1:0", Logger: slog.New(slog.DiscardHandler)})
+	srv, err := server.New(server.Config{Store: st, RouterAddr: "127.0.0.1:0", Logger: slog.New(slog.DiscardHandler), Tracer: o.tracer})
 	require.NoError(t, err)
 	if o.attempt > 0 {
 		srv.Router().SetAttemptTimeout(o.attempt)

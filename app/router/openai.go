@@ -79,17 +79,43 @@ func readAnswer(ctx context.Context, resp *http.Response) (*Answer, error) {
 	if len(b) > maxAnswerBytes {
 		return nil, &ProviderError{Status: http.StatusBadGateway, Message: "the provider's answer is larger than the router's limit"}
 	}
-	var u struct {
-		Usage *Usage `json:"usage"`
-	}
-	if err := json.Unmarshal(b, &u); err != nil {
+	a := &Answer{Body: b}
+	u, err := answerUsage(b)
+	if err != nil {
 		return nil, &ProviderError{Status: http.StatusBadGateway, Message: "the provider's answer is not JSON"}
 	}
-	a := &Answer{Body: b}
-	if u.Usage != nil {
-		a.Usage = *u.Usage
-	}
+	a.Usage = u
 	return a, nil
+}
+
+// answerUsage reads the usage of an answer. The answer is checked to be
+// JSON and forwarded as it is, so only its usage object is decoded: the
+// last "usage" key (OpenAI writes it last; a "usage" inside the content
+// comes earlier, and a decoding that fails falls back to the whole
+// answer).
+func answerUsage(b []byte) (Usage, error) {
+	if !json.Valid(b) {
+		return Usage{}, errors.New("not JSON")
+	}
+	var u Usage
+	if i := bytes.LastIndex(b, []byte(`"usage"`)); i >= 0 {
+		rest := bytes.TrimLeft(b[i+len(`"usage"`):], " \t\r\n")
+		if len(rest) > 0 && rest[0] == ':' {
+			if json.NewDecoder(bytes.NewReader(rest[1:])).Decode(&u) == nil {
+				return u, nil
+			}
+		}
+	}
+	var whole struct {
+		Usage *Usage `json:"usage"`
+	}
+	if err := json.Unmarshal(b, &whole); err != nil {
+		return Usage{}, err
+	}
+	if whole.Usage != nil {
+		u = *whole.Usage
+	}
+	return u, nil
 }
 
 // maxAnswerBytes bounds a non-streamed answer.

@@ -173,7 +173,7 @@ func (c *call) fillUnknown(ar *agentRoute) {
 // skip decides whether candidate i can be called: capabilities, policy,
 // budgets and its API key. It fills the candidate's record when not, and
 // returns a hard budget error that refuses the whole call.
-func (c *call) skip(ctx context.Context, i int, n needs) (skipped bool, key string, refuse *apierr.Error, err error) {
+func (c *call) skip(ctx context.Context, i int, n Needs) (skipped bool, key string, refuse *apierr.Error, err error) {
 	me, cd := c.cands[i], &c.dec.Candidates[i]
 	cd.Provider = me.spec.Provider
 	sk := func(reason, detail string) { cd.Outcome, cd.Reason, cd.Detail = outcomeSkipped, reason, detail }
@@ -227,7 +227,7 @@ func (c *call) skip(ctx context.Context, i int, n needs) (skipped bool, key stri
 }
 
 // lacks names the capability a Model lacks for the request, "" when none.
-func lacks(me *modelEntry, op string, n needs) (string, string) {
+func lacks(me *modelEntry, op string, n Needs) (string, string) {
 	caps := me.spec.Capabilities
 	if op == opEmbeddings {
 		if me.spec.Provider == ProviderAnthropic {
@@ -457,7 +457,7 @@ func (c *call) handleAttemptError(ctx context.Context, w http.ResponseWriter, re
 
 // serve runs the call: each candidate in order until one answers.
 func (c *call) serve(ctx context.Context, w http.ResponseWriter, resp responder) {
-	var n needs
+	var n Needs
 	if c.req != nil {
 		n = c.req.needs()
 		c.dec.Stream = c.req.Stream

@@ -2,6 +2,7 @@ package router_test
 
 import (
 	"bufio"
+	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -347,4 +348,37 @@ func TestRouteAccess(t *testing.T) {
 			require.NotContains(t, string(r.raw), "claude-sonnet")
 		})
 	}
+}
+
+// TestCallerGoneCancelsProvider: a caller that hangs up cancels the
+// provider's request, and the decision says so.
+func TestCallerGoneCancelsProvider(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	e.oa.set("slow")
+	for _, path := range []string{"/v1/model/respond", "/v1/model/stream"} {
+		ctx, cancel := context.WithCancel(t.Context())
+		before := e.oa.calls.Load()
+		errc := make(chan error, 1)
+		go func() {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, e.url+path, strings.NewReader(`{"messages":[{"role":"user","content":"Hi"}],"execution":"ex-gone"}`))
+			req.Header.Set("Authorization", "Bearer "+e.bot())
+			res, err := http.DefaultClient.Do(req)
+			if err == nil {
+				_ = res.Body.Close()
+			}
+			errc <- err
+		}()
+		require.Eventually(t, func() bool { return e.oa.calls.Load() > before }, 10*time.Second, time.Millisecond)
+		cancelled := e.oa.cancelled.Load()
+		cancel()
+		require.Error(t, <-errc)
+		require.Eventually(t, func() bool { return e.oa.cancelled.Load() > cancelled }, 10*time.Second, time.Millisecond, path)
+	}
+	require.Zero(t, e.an.calls.Load(), "a caller that went away is not a reason to switch")
+	require.Eventually(t, func() bool {
+		x := e.explain(e.bot(), "bot", "ex-gone")
+		ds, _ := x.body["decisions"].([]any)
+		return len(ds) == 2 && ds[0].(map[string]any)["outcome"] == "cancelled" && ds[1].(map[string]any)["outcome"] == "cancelled"
+	}, 10*time.Second, 5*time.Millisecond)
 }

@@ -326,8 +326,8 @@ func (m Message) text() string {
 	return sb.String()
 }
 
-// needs are the capabilities a request needs of a model.
-type needs struct {
+// Needs are the capabilities a request needs of a model.
+type Needs struct {
 	ToolUse   bool  `json:"toolUse,omitempty"`
 	Vision    bool  `json:"vision,omitempty"`
 	JSONMode  bool  `json:"jsonMode,omitempty"`
@@ -338,8 +338,8 @@ type needs struct {
 // needs derives what the request needs. Prompt tokens are estimated at
 // four bytes of JSON per token (the rule of thumb OpenAI documents),
 // plus the answer's max_tokens.
-func (r *ChatRequest) needs() needs {
-	n := needs{ToolUse: len(r.Tools) > 0, Streaming: r.Stream,
+func (r *ChatRequest) needs() Needs {
+	n := Needs{ToolUse: len(r.Tools) > 0, Streaming: r.Stream,
 		JSONMode: r.ResponseFormat == "json_object" || r.ResponseFormat == "json_schema",
 		Tokens:   int64(r.promptBytes/4) + r.MaxTokens}
 	for _, m := range r.Messages {
@@ -358,25 +358,48 @@ func (r *ChatRequest) needs() needs {
 // openAIBody renders the request for an OpenAI-compatible provider: the
 // caller's fields as sent, model replaced, and usage asked for in a
 // stream (the router prices every call; a caller that did not ask for
-// the usage chunk does not get it).
+// the usage chunk does not get it). The fields are written as they are,
+// without re-encoding them.
 func (r *ChatRequest) openAIBody(model string) ([]byte, error) {
-	out := make(map[string]json.RawMessage, len(r.raw)+1)
-	for k, v := range r.raw {
-		out[k] = v
+	m, err := json.Marshal(model)
+	if err != nil {
+		return nil, err
 	}
-	m, _ := json.Marshal(model)
-	out["model"] = m
+	size := len(m) + 64
+	for k, v := range r.raw {
+		size += len(k) + len(v) + 4
+	}
+	out := make([]byte, 0, size)
+	out = append(out, `{"model":`...)
+	out = append(out, m...)
+	for k, v := range r.raw {
+		if k == "model" || (r.Stream && k == "stream_options") {
+			continue
+		}
+		kb, err := json.Marshal(k)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ',')
+		out = append(out, kb...)
+		out = append(out, ':')
+		out = append(out, v...)
+	}
 	if r.Stream {
-		var so map[string]json.RawMessage
+		so := map[string]json.RawMessage{}
 		if b, ok := r.raw["stream_options"]; ok {
 			_ = json.Unmarshal(b, &so)
-		}
-		if so == nil {
-			so = map[string]json.RawMessage{}
+			if so == nil {
+				so = map[string]json.RawMessage{}
+			}
 		}
 		so["include_usage"] = json.RawMessage("true")
-		b, _ := json.Marshal(so)
-		out["stream_options"] = b
+		b, err := json.Marshal(so)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, `,"stream_options":`...)
+		out = append(out, b...)
 	}
-	return json.Marshal(out)
+	return append(out, '}'), nil
 }

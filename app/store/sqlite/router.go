@@ -8,14 +8,18 @@ import (
 	"github.com/warden-dev/warden/app/store"
 )
 
+// qInsertRouteDecision is prepared at Open: the model router's recorder
+// runs it for every model call.
+const qInsertRouteDecision = `INSERT INTO route_decisions (tenant_id, id, namespace, execution, route, agent, time, data)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+
 // RouteDecisionInsert appends the model router's routing decisions.
 func (t *writeTx) RouteDecisionInsert(ctx context.Context, ds []store.RouteDecision) error {
 	for _, d := range ds {
 		if err := store.CheckRouteDecision(d); err != nil {
 			return err
 		}
-		if _, err := t.q.ExecContext(ctx, `INSERT INTO route_decisions (tenant_id, id, namespace, execution, route, agent, time, data)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, t.tenant, d.ID, d.Namespace, d.Execution, d.Route, d.Agent, d.Time.UnixMicro(), []byte(d.Data)); err != nil {
+		if _, err := t.q.ExecContext(ctx, qInsertRouteDecision, t.tenant, d.ID, d.Namespace, d.Execution, d.Route, d.Agent, d.Time.UnixMicro(), []byte(d.Data)); err != nil {
 			return fmt.Errorf("insert route decision %s: %w", d.ID, err)
 		}
 	}
