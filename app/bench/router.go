@@ -165,7 +165,9 @@ func RunRouter(ctx context.Context, o RouterOptions, w io.Writer) ([]Result, err
 	client := &http.Client{Transport: &http.Transport{MaxIdleConns: 4096, MaxIdleConnsPerHost: 4096, IdleConnTimeout: time.Minute}}
 	const body = `{"model":"bench-agent","messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"Say a pangram."}],"max_tokens":32,"temperature":0}`
 	const streamBody = `{"model":"bench-agent","messages":[{"role":"user","content":"Say a pangram."}],"stream":true}`
-	direct := func(ctx context.Context) error { return chatPost(ctx, client, "http://"+prov.Addr+"/v1/chat/completions", "", body) }
+	direct := func(ctx context.Context) error {
+		return chatPost(ctx, client, "http://"+prov.Addr+"/v1/chat/completions", "", body)
+	}
 	routed := func(ctx context.Context) error { return chatPost(ctx, client, rt+"/v1/chat/completions", token, body) }
 	var firsts [2][]time.Duration
 	var firstN [2]atomic.Int64
