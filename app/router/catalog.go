@@ -37,9 +37,10 @@ type modelEntry struct {
 	// endpoint); the router skips it.
 	broken string
 
-	keyOnce sync.Once
-	key     string
-	keyErr  error
+	// keyMu guards key, resolved once and kept for the snapshot's life;
+	// a failed resolution is retried by the next call.
+	keyMu sync.Mutex
+	key   *string
 }
 
 // agentRoute is an agent's compiled route.
@@ -215,12 +216,20 @@ func (c *catalog) apiKey(ctx context.Context, tenant string, me *modelEntry) (st
 	if ref == nil {
 		return "", nil
 	}
-	me.keyOnce.Do(func() {
-		me.keyErr = c.st.View(context.WithoutCancel(ctx), tenant, func(ctx context.Context, r store.Reader) error {
-			var err error
-			me.key, err = c.secrets.Resolve(ctx, r, tenant, me.ns, ref.Name, ref.Key)
-			return err
-		})
+	me.keyMu.Lock()
+	defer me.keyMu.Unlock()
+	if me.key != nil {
+		return *me.key, nil
+	}
+	var key string
+	err := c.st.View(context.WithoutCancel(ctx), tenant, func(ctx context.Context, r store.Reader) error {
+		var err error
+		key, err = c.secrets.Resolve(ctx, r, tenant, me.ns, ref.Name, ref.Key)
+		return err
 	})
-	return me.key, me.keyErr
+	if err != nil {
+		return "", err
+	}
+	me.key = &key
+	return key, nil
 }

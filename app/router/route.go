@@ -457,7 +457,7 @@ func (c *call) handleAttemptError(ctx context.Context, w http.ResponseWriter, re
 
 // serve runs the call: each candidate in order until one answers.
 func (c *call) serve(ctx context.Context, w http.ResponseWriter, resp responder) {
-	var n Needs
+	n := c.dec.Needs
 	if c.req != nil {
 		n = c.req.needs()
 		c.dec.Stream = c.req.Stream

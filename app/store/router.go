@@ -15,6 +15,10 @@ type RouterTx interface {
 	// Namespace, Route and Data are required; ID and Time are kept as
 	// given (the router assigns both when it decides).
 	RouteDecisionInsert(ctx context.Context, decisions []RouteDecision) error
+	// RouteDecisionSweep deletes up to limit decisions made before
+	// before, oldest first, and returns how many it deleted (fewer than
+	// limit: no more are left).
+	RouteDecisionSweep(ctx context.Context, before time.Time, limit int) (deleted int, err error)
 }
 
 // RouterReader reads the model router's routing decisions.

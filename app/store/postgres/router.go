@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/warden-dev/warden/app/store"
 )
@@ -44,4 +45,14 @@ func (t *readTx) RouteDecisionList(ctx context.Context, p store.RouteDecisionLis
 		return nil, fmt.Errorf("list route decisions: %w", err)
 	}
 	return out, nil
+}
+
+// RouteDecisionSweep deletes up to limit decisions made before before.
+func (t *writeTx) RouteDecisionSweep(ctx context.Context, before time.Time, limit int) (int, error) {
+	tag, err := t.q.Exec(ctx, `DELETE FROM route_decisions WHERE seq IN (
+		SELECT seq FROM route_decisions WHERE tenant_id = $1 AND time < $2 ORDER BY time LIMIT $3)`, t.tenant, before, limit)
+	if err != nil {
+		return 0, fmt.Errorf("route decision sweep: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
 }

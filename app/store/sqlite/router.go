@@ -51,3 +51,9 @@ func (t *readTx) RouteDecisionList(ctx context.Context, p store.RouteDecisionLis
 	}
 	return out, nil
 }
+
+// RouteDecisionSweep deletes up to limit decisions made before before.
+func (t *writeTx) RouteDecisionSweep(ctx context.Context, before time.Time, limit int) (int, error) {
+	return t.deleted(ctx, "route decision sweep", `DELETE FROM route_decisions WHERE rowid IN (
+		SELECT rowid FROM route_decisions WHERE tenant_id = ? AND time < ? ORDER BY time LIMIT ?)`, t.tenant, before.UnixMicro(), limit)
+}

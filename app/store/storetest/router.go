@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -66,4 +67,47 @@ func testRouteDecisions(t *testing.T, s store.Store) {
 		return tx.RouteDecisionInsert(ctx, []store.RouteDecision{{ID: "bad", Namespace: "default", Route: "r", Data: json.RawMessage(`{`)}})
 	})
 	require.ErrorIs(t, err, store.ErrInvalid)
+}
+
+// testRouteDecisionSweep checks that a sweep deletes old decisions oldest
+// first, in chunks, and only its tenant's.
+func testRouteDecisionSweep(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	tenant, other := NewTenant(), NewTenant()
+	base := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	for _, tn := range []string{tenant, other} {
+		require.NoError(t, s.Update(ctx, tn, func(ctx context.Context, tx store.Tx) error {
+			var ds []store.RouteDecision
+			for i := range 5 {
+				ds = append(ds, store.RouteDecision{ID: fmt.Sprint("d", i), Namespace: "default", Execution: "e", Route: "r",
+					Time: base.Add(time.Duration(i) * time.Hour), Data: json.RawMessage(`{}`)})
+			}
+			return tx.RouteDecisionInsert(ctx, ds)
+		}))
+	}
+	sweep := func(before time.Time, limit int) int {
+		var n int
+		require.NoError(t, s.Update(ctx, tenant, func(ctx context.Context, tx store.Tx) error {
+			var err error
+			n, err = tx.RouteDecisionSweep(ctx, before, limit)
+			return err
+		}))
+		return n
+	}
+	require.Equal(t, 2, sweep(base.Add(3*time.Hour), 2), "a chunk of the oldest")
+	require.Equal(t, 1, sweep(base.Add(3*time.Hour), 2), "the rest before the cut")
+	require.Zero(t, sweep(base.Add(3*time.Hour), 2))
+	ids := func(tn string) []string {
+		var out []string
+		require.NoError(t, s.View(ctx, tn, func(ctx context.Context, r store.Reader) error {
+			ds, err := r.RouteDecisionList(ctx, store.RouteDecisionListParams{Namespace: "default", Execution: "e", Route: "r"})
+			for _, d := range ds {
+				out = append(out, d.ID)
+			}
+			return err
+		}))
+		return out
+	}
+	require.Equal(t, []string{"d3", "d4"}, ids(tenant))
+	require.Len(t, ids(other), 5, "another tenant's decisions stay")
 }

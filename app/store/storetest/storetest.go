@@ -69,6 +69,7 @@ func Run(t *testing.T, open OpenFunc) {
 		{"IdempotencyConcurrent", testIdempotencyConcurrent},
 		{"UsageCharge", testUsageCharge},
 		{"RouteDecisions", testRouteDecisions},
+		{"RouteDecisionSweep", testRouteDecisionSweep},
 		{"UsageConcurrent", testUsageConcurrent},
 		{"GatewayIsolation", testGatewayIsolation},
 		{"ListenConfig", testListenConfig},
