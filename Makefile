@@ -20,8 +20,10 @@ STATICCHECK := $(GOBIN)/staticcheck
 TEMPL_VERSION ?= v0.3.1020
 TEMPL := $(GOBIN)/templ
 
-# Browser tests (e2e/console_test.go) drive Debian's chromium.
+# Browser tests (e2e/console_test.go) drive this chromium; they read the
+# same variable from the environment (default /usr/bin/chromium).
 CHROMIUM ?= /usr/bin/chromium
+export CHROMIUM
 
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
 export TEST_DATABASE_URL
@@ -128,7 +130,7 @@ tools: ## Install the pinned Go tools when missing.
 		GOBIN="$(GOBIN)" $(GO) install github.com/a-h/templ/cmd/templ@$(TEMPL_VERSION); \
 	fi
 
-test-deps: tools ## Install what the tests need when missing: a C compiler for -race, Debian's chromium for the browser tests, bubblewrap for the OS tool sandbox, the templ CLI.
+test-deps: tools ## Install what the tests need when missing: a C compiler for -race, Debian's chromium for the browser tests, xmllint and the W3C schemas for SWID validation, bubblewrap for the OS tool sandbox, the templ CLI.
 	@if ! command -v gcc >/dev/null 2>&1; then \
 		echo "installing gcc (the race detector needs cgo)"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc; \
@@ -136,6 +138,10 @@ test-deps: tools ## Install what the tests need when missing: a C compiler for -
 	@if [ ! -x "$(CHROMIUM)" ]; then \
 		echo "installing chromium (e2e browser tests drive $(CHROMIUM))"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; \
+	fi
+	@if ! command -v xmllint >/dev/null 2>&1 || [ ! -f /usr/share/xml/xmltooling/xmldsig-core-schema.xsd ]; then \
+		echo "installing libxml2-utils and xmltooling-schemas (the AgBOM tests validate SWID tags with xmllint)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libxml2-utils xmltooling-schemas; \
 	fi
 	@if ! command -v bwrap >/dev/null 2>&1; then \
 		echo "installing bubblewrap (the OS tool sandbox runs commands under bwrap)"; \

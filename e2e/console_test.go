@@ -2,7 +2,7 @@ package e2e_test
 
 import (
 	"context"
-	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -19,7 +20,6 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
-	"github.com/gofiber/fiber/v2"
 	"github.com/stretchr/testify/require"
 	"github.com/zitadel/oidc/v3/example/server/exampleop"
 	opstorage "github.com/zitadel/oidc/v3/example/server/storage"
@@ -28,51 +28,82 @@ import (
 	"golang.org/x/oauth2"
 	"golang.org/x/text/language"
 
+	"github.com/warden-dev/warden/app/auth"
 	"github.com/warden-dev/warden/app/oidc"
 	"github.com/warden-dev/warden/app/server"
+	"github.com/warden-dev/warden/app/store"
 	"github.com/warden-dev/warden/app/store/backend"
 	"github.com/warden-dev/warden/tenants"
 	"github.com/warden-dev/warden/web"
-	"github.com/warden-dev/warden/web/webtest"
 )
 
-// chromiumPath is Debian's chromium, installed by `make test-deps`.
-const chromiumPath = "/usr/bin/chromium"
+// defaultChromium is Debian's chromium, installed by `make test-deps`;
+// $CHROMIUM (which the Makefile exports) names another.
+const defaultChromium = "/usr/bin/chromium"
 
-// consoleServer serves the real console over in-memory services (webtest)
-// with a fake OIDC login, plus /v1/whoami, which authenticates a bearer API
-// key by its hash as the API does.
-func consoleServer(t *testing.T) (base string, fake *webtest.Fake) {
+// chromiumPath is the browser the tests drive: $CHROMIUM, else
+// defaultChromium.
+func chromiumPath() string {
+	if p := os.Getenv("CHROMIUM"); p != "" {
+		return p
+	}
+	return defaultChromium
+}
+
+// opPassword is the password of every user of the test provider.
+const opPassword = "verysecure"
+
+// realConsole starts a real OpenID Provider (zitadel/oidc's example OP)
+// whose users are the given e-mail addresses, and the real server.New over
+// SQLite with that provider as its only issuer (and self-service sign-up
+// when signup is set). It returns the server's base URL, the provider's
+// and the store.
+func realConsole(t *testing.T, signup bool, emails ...string) (base, issuer string, st store.Store) {
 	t.Helper()
-	fake = webtest.New(time.Now)
-	app := fiber.New(fiber.Config{DisableStartupMessage: true})
-	fake.Mount(app)
-	cs, err := web.New(fake.Deps())
-	require.NoError(t, err)
-	cs.Register(app)
-	app.Get("/v1/whoami", func(c *fiber.Ctx) error {
-		k, ok := fake.VerifyAPIKey(strings.TrimPrefix(c.Get(fiber.HeaderAuthorization), "Bearer "))
-		if !ok {
-			return c.SendStatus(fiber.StatusUnauthorized)
-		}
-		return c.JSON(fiber.Map{"tenant": k.Tenant, "subject": "apikey:" + k.Name, "role": k.Role})
-	})
+	bg := context.Background()
+	log := slog.New(slog.DiscardHandler)
+	// Warden's listener first: the provider must know the redirect URL.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	go func() { _ = app.Listener(ln) }()
-	t.Cleanup(func() { _ = app.Shutdown() })
-	return "http://" + ln.Addr().String(), fake
+	base = "http://" + ln.Addr().String()
+
+	users := opUsers{}
+	for i, email := range emails {
+		id := fmt.Sprintf("u%d", i+1)
+		users[id] = &opstorage.User{ID: id, Username: email, Password: opPassword, FirstName: "Test", LastName: "User",
+			Email: email, EmailVerified: true, PreferredLanguage: language.English}
+	}
+	clients := map[string]*opstorage.Client{"warden": opstorage.WebClient("warden", "secret", base+"/auth/callback")}
+	var opHandler http.Handler
+	opSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { opHandler.ServeHTTP(w, r) }))
+	t.Cleanup(opSrv.Close)
+	opHandler = exampleop.SetupServer(opSrv.URL, opClaims{opstorage.NewStorageWithClients(users, clients)}, nil, false)
+
+	st, err = backend.Open(bg, "sqlite://"+t.TempDir()+"/w.db", backend.Options{Logger: log})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	srv, err := server.New(server.Config{Store: st, Logger: log, ControlAddr: ln.Addr().String(), GatewayAddr: server.GatewayOff, Now: time.Now,
+		Signup: signup,
+		OIDC: &oidc.Config{Issuers: []oidc.IssuerConfig{{Name: "Test IdP", IssuerURL: opSrv.URL, ClientID: "warden", ClientSecret: "secret"}},
+			RedirectURL: base + "/auth/callback"}})
+	require.NoError(t, err)
+	sctx, stop := context.WithCancel(bg)
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(sctx, ln) }()
+	t.Cleanup(func() { stop(); <-done })
+	return base, opSrv.URL, st
 }
 
 // browser starts headless chromium with a fresh profile and collects every
 // uncaught exception, console error and CSP violation into problems.
 func browser(t *testing.T) (ctx context.Context, problems func() []string) {
 	t.Helper()
-	if _, err := os.Stat(chromiumPath); err != nil {
-		t.Fatalf("browser tests need Debian's chromium at %s (%v): run `make test-deps` (apt-get install -y chromium)", chromiumPath, err)
+	chromium := chromiumPath()
+	if _, err := os.Stat(chromium); err != nil {
+		t.Fatalf("browser tests need chromium at %s (%v): run `make test-deps` (apt-get install -y chromium), or set CHROMIUM to another chromium or chrome", chromium, err)
 	}
 	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(chromiumPath),
+		chromedp.ExecPath(chromium),
 		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
 		chromedp.Flag("disable-quic", true),
 		chromedp.Flag("disable-background-networking", true),
@@ -125,22 +156,37 @@ func checkCSP(t *testing.T, ctx context.Context, where string) {
 	require.Empty(t, v, "CSP violations on %s", where)
 }
 
+// screenshotDir is where a test's screenshots go: $WARDEN_SCREENSHOTS
+// when set (to keep them), else the test's own temporary directory, never
+// a path shared with other runs.
+func screenshotDir(t *testing.T) string {
+	t.Helper()
+	if d := os.Getenv("WARDEN_SCREENSHOTS"); d != "" {
+		d = filepath.Join(d, strings.ReplaceAll(t.Name(), "/", "_"))
+		require.NoError(t, os.MkdirAll(d, 0o755))
+		return d
+	}
+	return t.TempDir()
+}
+
 func screenshot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
 	buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	require.NoError(t, err)
-	path := "/tmp/warden-console-" + name + ".png"
+	path := filepath.Join(screenshotDir(t), "console-"+name+".png")
 	require.NoError(t, os.WriteFile(path, buf, 0o644))
 	t.Logf("screenshot: %s", path)
 }
 
-// TestConsoleInBrowser drives the console in headless chromium: sign-up,
-// sign-in, members, namespaces, an API key shown once and then used as a
-// bearer token, the audit log with an htmx filter, keyboard order and
-// sign-out, with no script errors and no CSP violations anywhere.
+// TestConsoleInBrowser drives the console of the real server in headless
+// chromium: sign-up (with its form token and same-origin check), sign-in
+// through a real OpenID Provider, members, namespaces, an API key shown
+// once and then used as a bearer token on the real API, the audit log with
+// an htmx filter, keyboard order and sign-out, with no script errors and no
+// CSP violations anywhere.
 func TestConsoleInBrowser(t *testing.T) {
 	t.Parallel()
-	base, _ := consoleServer(t)
+	base, _, _ := realConsole(t, true, "ada@acme.test")
 	ctx, problems := browser(t)
 	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
@@ -190,9 +236,13 @@ func TestConsoleInBrowser(t *testing.T) {
 	checkCSP(t, ctx, "/signin")
 	screenshot(t, ctx, "signin")
 
-	// Sign in with the tenant's SSO button (the fake code flow).
+	// Sign in through the provider (the real code flow).
 	do("sign-in",
-		chromedp.Click(xpath(`//a[contains(., "Acme Robotics SSO")]`)),
+		chromedp.Click(xpath(`//a[contains(., "Continue with Test IdP")]`)),
+		chromedp.WaitVisible(css(`#username`)),
+		chromedp.SendKeys(css(`#username`), "ada@acme.test"),
+		chromedp.SendKeys(css(`#password`), opPassword),
+		chromedp.Click(css(`button[type=submit]`)),
 		chromedp.WaitVisible(css(`#members-region`)),
 	)
 	require.Contains(t, text(`#members-region`), "ada@acme.test")
@@ -247,16 +297,19 @@ func TestConsoleInBrowser(t *testing.T) {
 	require.NotContains(t, eval(`document.documentElement.outerHTML`), secret)
 	screenshot(t, ctx, "apikeys")
 
-	// The same key works as a bearer token on the API.
-	req, _ := http.NewRequest(http.MethodGet, base+"/v1/whoami", nil)
-	req.Header.Set("Authorization", "Bearer "+secret)
-	resp, err = http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	var who map[string]string
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&who))
-	resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	require.Equal(t, "acme", who["tenant"])
+	// The same key works as a bearer token on the real API, in its
+	// tenant and in no other.
+	for tenant, want := range map[string]int{"": http.StatusOK, "acme": http.StatusOK, "globex": http.StatusForbidden} {
+		req, _ := http.NewRequest(http.MethodGet, base+"/v1/namespaces/default/agents", nil)
+		req.Header.Set("Authorization", "Bearer "+secret)
+		if tenant != "" {
+			req.Header.Set(auth.HeaderTenant, tenant)
+		}
+		resp, err = http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, want, resp.StatusCode, "X-Warden-Tenant %q", tenant)
+	}
 
 	// Audit log, filtered through htmx (the URL follows).
 	do("audit",
@@ -290,7 +343,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	// Sign out, and the console is closed again.
 	do("sign out",
 		chromedp.Click(xpath(`//button[contains(., "Sign out")]`)),
-		chromedp.WaitVisible(xpath(`//div[@role="status" and contains(., "You are signed out")]`)),
+		chromedp.WaitVisible(xpath(`//h1[contains(., "Sign in to Warden")]`)),
 		chromedp.Navigate(base+"/members"),
 		chromedp.WaitVisible(xpath(`//h1[contains(., "Sign in to Warden")]`)),
 	)
@@ -307,40 +360,10 @@ func TestConsoleInBrowser(t *testing.T) {
 // ends the session.
 func TestConsoleOIDCCodeFlowInBrowser(t *testing.T) {
 	t.Parallel()
-	bg := context.Background()
-	log := slog.New(slog.DiscardHandler)
-	now := time.Now
-
-	// Warden's listener first: the provider must know the redirect URL.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	base, issuer, st := realConsole(t, false, "alice@acme.example")
+	_, err := tenants.New(st, time.Now, slog.New(slog.DiscardHandler)).Signup(context.Background(),
+		tenants.SignupRequest{TenantID: "acme", DisplayName: "Acme", OwnerEmail: "alice@acme.example"})
 	require.NoError(t, err)
-	base := "http://" + ln.Addr().String()
-
-	// A real OpenID Provider with one user.
-	users := opUsers{"u1": {ID: "u1", Username: "alice@acme.example", Password: "verysecure", FirstName: "Alice", LastName: "Owner",
-		Email: "alice@acme.example", EmailVerified: true, PreferredLanguage: language.English}}
-	clients := map[string]*opstorage.Client{"warden": opstorage.WebClient("warden", "secret", base+"/auth/callback")}
-	var opHandler http.Handler
-	opSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { opHandler.ServeHTTP(w, r) }))
-	t.Cleanup(opSrv.Close)
-	opHandler = exampleop.SetupServer(opSrv.URL, opClaims{opstorage.NewStorageWithClients(users, clients)}, nil, false)
-
-	st, err := backend.Open(bg, "sqlite://"+t.TempDir()+"/w.db", backend.Options{Logger: log})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = st.Close() })
-	svc := tenants.New(st, now, log)
-	_, err = svc.Signup(bg, tenants.SignupRequest{TenantID: "acme", DisplayName: "Acme", OwnerEmail: "alice@acme.example"})
-	require.NoError(t, err)
-
-	// The real server, with the provider as its only issuer.
-	srv, err := server.New(server.Config{Store: st, Logger: log, ControlAddr: ln.Addr().String(), Now: now,
-		OIDC: &oidc.Config{Issuers: []oidc.IssuerConfig{{Name: "Test IdP", IssuerURL: opSrv.URL, ClientID: "warden", ClientSecret: "secret"}},
-			RedirectURL: base + "/auth/callback"}})
-	require.NoError(t, err)
-	sctx, stop := context.WithCancel(bg)
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(sctx, ln) }()
-	t.Cleanup(func() { stop(); <-done })
 
 	ctx, problems := browser(t)
 	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
@@ -354,7 +377,7 @@ func TestConsoleOIDCCodeFlowInBrowser(t *testing.T) {
 		chromedp.Click(xpath(`//a[contains(., "Continue with Test IdP")]`)),
 		chromedp.WaitVisible(css(`#username`)),
 		chromedp.SendKeys(css(`#username`), "alice@acme.example"),
-		chromedp.SendKeys(css(`#password`), "verysecure"),
+		chromedp.SendKeys(css(`#password`), opPassword),
 		chromedp.Click(css(`button[type=submit]`)),
 		chromedp.WaitVisible(css(`#members-region`)),
 	)
@@ -388,7 +411,7 @@ func TestConsoleOIDCCodeFlowInBrowser(t *testing.T) {
 		return resp.StatusCode
 	}
 	require.Equal(t, http.StatusOK, agents(secret))
-	require.Equal(t, http.StatusOK, agents(opIDToken(t, opSrv.URL, base+"/auth/callback", "alice@acme.example", "verysecure")))
+	require.Equal(t, http.StatusOK, agents(opIDToken(t, issuer, base+"/auth/callback", "alice@acme.example", opPassword)))
 
 	do("sign out",
 		chromedp.Click(xpath(`//button[contains(., "Sign out")]`)),

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 )
 
@@ -29,8 +30,17 @@ type ExpireArgs struct {
 // Kind names the job.
 func (ExpireArgs) Kind() string { return "warden.approval.expire" }
 
-// ApprovalRunner does the approval jobs' work (the tool gateway).
+// ApprovalJobTimeout bounds a resume or expiry job. Both are a few store
+// writes: Resume returns once the call is claimed, before its tool runs.
+const ApprovalJobTimeout = 30 * time.Second
+
+// ApprovalRunner does the approval jobs' work (the tool gateway). Both
+// methods must be safe to repeat and to run concurrently for one call or
+// approval: a rescued job runs again, and the gateway's start-up sweep does
+// the same work without a job.
 type ApprovalRunner interface {
+	// Resume claims an approved call and starts it, returning once the
+	// claim is recorded (within ApprovalJobTimeout).
 	Resume(ctx context.Context, tenant, namespace, call string) error
 	Expire(ctx context.Context, tenant, namespace, approval string) error
 }
@@ -82,8 +92,27 @@ func (a *Approvals) insert(ctx context.Context, args river.JobArgs, opts *river.
 // call: however many times it is scheduled, one job runs, and the gateway
 // claims the call with a precondition besides.
 func (a *Approvals) Resume(ctx context.Context, tenant, namespace, call string) error {
-	return a.insert(ctx, ResumeArgs{Tenant: tenant, Namespace: namespace, Call: call},
-		&river.InsertOpts{MaxAttempts: 10, UniqueOpts: river.UniqueOpts{ByArgs: true}})
+	return a.insert(ctx, ResumeArgs{Tenant: tenant, Namespace: namespace, Call: call}, resumeOpts())
+}
+
+// ResumeTx schedules the resumption of an approved call in tx, the store
+// transaction that records the decision, so that the decision and its job
+// commit together: no crash can leave an approved call without a job. tx
+// must offer PgxTx() pgx.Tx (the Postgres store's transactions do) and the
+// Queue must be on Postgres; otherwise ResumeTx reports false, doing
+// nothing, and the caller schedules with Resume after its commit.
+func (a *Approvals) ResumeTx(ctx context.Context, tx any, tenant, namespace, call string) (bool, error) {
+	q := a.queue.Load()
+	p, ok := tx.(interface{ PgxTx() pgx.Tx })
+	if q == nil || !ok {
+		return false, nil
+	}
+	return q.InsertTx(ctx, p.PgxTx(), ResumeArgs{Tenant: tenant, Namespace: namespace, Call: call}, resumeOpts())
+}
+
+// resumeOpts are the insert options of a resume job.
+func resumeOpts() *river.InsertOpts {
+	return &river.InsertOpts{MaxAttempts: 10, UniqueOpts: river.UniqueOpts{ByArgs: true}}
 }
 
 // Expire schedules the expiry of an approval at its deadline.
@@ -106,9 +135,11 @@ func (w *resumeWorker) Work(ctx context.Context, job *river.Job[ResumeArgs]) err
 	return r.Resume(ctx, job.Args.Tenant, job.Args.Namespace, job.Args.Call)
 }
 
-// Timeout leaves room for slow tools: the gateway bounds each tool call
-// itself.
-func (w *resumeWorker) Timeout(*river.Job[ResumeArgs]) time.Duration { return 10 * time.Minute }
+// Timeout is short: the runner returns once it has claimed the call and
+// runs the tool on its own (the gateway bounds each tool call itself). A
+// job left running by a killed process is rescued once this timeout and
+// Config.RescueStuckJobsAfter have passed.
+func (w *resumeWorker) Timeout(*river.Job[ResumeArgs]) time.Duration { return ApprovalJobTimeout }
 
 type expireWorker struct {
 	river.WorkerDefaults[ExpireArgs]
@@ -123,3 +154,6 @@ func (w *expireWorker) Work(ctx context.Context, job *river.Job[ExpireArgs]) err
 	}
 	return r.Expire(ctx, job.Args.Tenant, job.Args.Namespace, job.Args.Approval)
 }
+
+// Timeout is short, as the resume job's is.
+func (w *expireWorker) Timeout(*river.Job[ExpireArgs]) time.Duration { return ApprovalJobTimeout }

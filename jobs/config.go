@@ -24,6 +24,11 @@ const (
 	// DefaultMaxWorkers is the concurrency of the default queue when
 	// Config.Queues is empty.
 	DefaultMaxWorkers = 10
+	// DefaultRescueStuckJobsAfter is how long a job may stay running
+	// before River's leader rescues it as left by a dead process (River's
+	// own default is an hour). A job is never rescued before its own
+	// timeout either. Every Warden job is safe to run twice.
+	DefaultRescueStuckJobsAfter = time.Minute
 )
 
 // Config configures a Queue. Only Workers is needed to work jobs; a Queue
@@ -42,6 +47,11 @@ type Config struct {
 	// cancelled. Zero means River's default (1 minute); -1 means no
 	// timeout. Workers can override it with Timeout.
 	JobTimeout time.Duration
+	// RescueStuckJobsAfter is how long a job may stay running before it is
+	// taken for the job of a dead process and run again (once its own
+	// timeout has passed too). Zero means DefaultRescueStuckJobsAfter, or
+	// JobTimeout when that is longer.
+	RescueStuckJobsAfter time.Duration
 	// Logger receives River's diagnostics; nil discards them.
 	Logger *slog.Logger
 	// MaxAttempts is how many times a failing job is tried before it is
@@ -75,6 +85,9 @@ func (c Config) WithDefaults() Config {
 	if c.FetchPollInterval == 0 {
 		c.FetchPollInterval = max(DefaultFetchPollInterval, c.FetchCooldown)
 	}
+	if c.RescueStuckJobsAfter == 0 {
+		c.RescueStuckJobsAfter = max(DefaultRescueStuckJobsAfter, c.JobTimeout)
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -96,6 +109,11 @@ func (c Config) Validate() error {
 			c.FetchPollInterval, c.FetchCooldown)
 	case c.JobTimeout < -1:
 		return fmt.Errorf("jobs: Config.JobTimeout must be positive, zero or -1, got %s", c.JobTimeout)
+	case c.RescueStuckJobsAfter < 0:
+		return fmt.Errorf("jobs: Config.RescueStuckJobsAfter must not be negative, got %s", c.RescueStuckJobsAfter)
+	case c.RescueStuckJobsAfter != 0 && c.JobTimeout > 0 && c.RescueStuckJobsAfter < c.JobTimeout:
+		return fmt.Errorf("jobs: Config.RescueStuckJobsAfter (%s) must not be smaller than Config.JobTimeout (%s)",
+			c.RescueStuckJobsAfter, c.JobTimeout)
 	case c.MaxAttempts < 0:
 		return fmt.Errorf("jobs: Config.MaxAttempts must not be negative, got %d", c.MaxAttempts)
 	case len(c.Queues) > 0 && c.Workers == nil:
@@ -110,14 +128,20 @@ func (c Config) Validate() error {
 // WithDefaults applied.
 func (c Config) riverConfig() *river.Config {
 	return &river.Config{
-		FetchCooldown:     c.FetchCooldown,
-		FetchPollInterval: c.FetchPollInterval,
-		JobTimeout:        c.JobTimeout,
-		Logger:            c.Logger,
-		MaxAttempts:       c.MaxAttempts,
-		PeriodicJobs:      c.PeriodicJobs,
-		Queues:            c.Queues,
-		TestOnly:          c.TestOnly,
-		Workers:           c.Workers,
+		FetchCooldown:        c.FetchCooldown,
+		FetchPollInterval:    c.FetchPollInterval,
+		JobTimeout:           c.JobTimeout,
+		Logger:               c.Logger,
+		MaxAttempts:          c.MaxAttempts,
+		PeriodicJobs:         c.PeriodicJobs,
+		Queues:               c.Queues,
+		RescueStuckJobsAfter: c.RescueStuckJobsAfter,
+		TestOnly:             c.TestOnly,
+		Workers:              c.Workers,
 	}
 }
+
+// migrateLogger silences River's migrator: Open logs each migration it
+// applies once itself ("applied River migration", with its name), which
+// River's own line would otherwise repeat.
+func migrateLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -1,9 +1,13 @@
 // Package jobs is Warden's durable job queue: River (github.com/riverqueue/river)
 // on the store's database, behind one non-generic Queue type so that callers
 // need not care whether River runs on pgx (Postgres) or on database/sql with
-// SQLite. It holds no workers; domain packages (app/approval: resuming an
-// approved tool call, expiring an approval) define them and register them
-// in Config.Workers.
+// SQLite. It defines Warden's jobs and leaves their work to the packages
+// that own it: the approval jobs (approvals.go: resuming an approved tool
+// call, expiring an approval) call the tool gateway (app/gateway), and the
+// once-per-cluster jobs (cluster.go: signing-key rotation, retention, the
+// approval sweep) call the server (app/server). Their workers are
+// registered in Config.Workers and bound to their runners once those
+// exist.
 //
 // # What runs where
 //
@@ -39,11 +43,10 @@
 // the race detector, as well as two Queues on one file (two processes would
 // behave alike, each waiting for the other's write lock); but SQLite is the
 // single-server mode, so expect one. The price of two connections is that
-// a store write sometimes waits for a River transaction: with River busy,
-// store writes measured p50 0.05 ms, p99 6 ms, worst 170 ms on a loaded
-// machine, the tail coming from SQLite's busy handler, which sleeps in
-// steps of up to 100 ms rather than queueing. Sharing the store's writer
-// connection would remove that, but needs the store to expose it.
+// a store write sometimes waits for a River transaction, the tail coming
+// from SQLite's busy handler, which sleeps rather than queueing
+// (docs/performance.md, *Job queue*, has the figures). Sharing the store's
+// writer connection would remove that, but needs the store to expose it.
 //
 // # Adding a worker
 //
@@ -87,8 +90,11 @@
 // recorded in the row. This is "once" in the normal course but at least
 // once in general: a worker that returns an error is retried, up to
 // MaxAttempts (River's default 25) with backoff; a process that dies during
-// a job leaves it running until River rescues it (after one hour, River's
-// RescueStuckJobsAfter) and runs it again; and a crash between a worker's
+// a job leaves it running until River's leader rescues it (once both the
+// job's timeout and Config.RescueStuckJobsAfter have passed: one minute by
+// default instead of River's hour, so the approval jobs, which time out
+// after 30 s, are rescued within about two minutes) and runs it again; and
+// a crash between a worker's
 // side effect and the recording of its completion repeats the side effect.
 // A worker whose effect must happen at most once, such as executing an
 // approved tool call, therefore records that it ran, in the store and
@@ -104,7 +110,9 @@
 // hands scheduled jobs wait: a leader that dies without resigning, or a
 // client stopped while its election query is in flight, holds leadership
 // until it expires after 15 s. Periodic jobs are also inserted by the leader only,
-// so each runs once per period however many replicas run.
+// so each runs once per period however many replicas run: Cluster uses
+// them for the work that must run once per cluster, and makes each unique
+// by period besides, so that a change of leader does not double a run.
 //
 // # Polling defaults
 //
@@ -113,18 +121,13 @@
 // most once per FetchCooldown per queue and otherwise fetches every
 // FetchPollInterval, so FetchPollInterval bounds the latency of a job
 // inserted just after another, of a scheduled job, and of a lost
-// notification. River's defaults (100 ms cooldown, 1 s poll) made a job
-// inserted right after the previous one finished wait 0.9 s at the 90th
-// percentile. The defaults here, DefaultFetchCooldown (20 ms) and
-// DefaultFetchPollInterval (200 ms), measured on the development machine
-// (without the race detector), inserting one job after another:
-//
-//	postgres: insert to start of work p50 21 ms, p90 192 ms; 50 queued jobs worked in 0.16-0.33 s
-//	sqlite:   insert to start of work p50 31-51 ms, p90 61-105 ms; 50 queued jobs worked in 1.0-1.4 s
-//	both:     a job scheduled 5.5-8 s ahead ran 0.1-0.5 s after its time
-//
-// The cost is one fetch per queue and replica every 200 ms when idle, a
-// cheap indexed query on Postgres and a short write transaction on SQLite.
-// 100 ms polling halved the latencies again at twice the idle load; tests
-// may set it lower.
+// notification. River's defaults (a 100 ms cooldown, a 1 s poll) left a
+// job inserted right after the previous one waiting most of a second; the
+// defaults here, DefaultFetchCooldown and DefaultFetchPollInterval, trade
+// one idle fetch per queue and replica every poll interval (a cheap
+// indexed query on Postgres, a short write transaction on SQLite) for
+// latency. The queue of the once-per-cluster jobs (QueueCluster) polls
+// once a second, its jobs being few and announced by insert
+// notifications. docs/performance.md (*Job queue*) has the measurements;
+// tests may set the interval lower.
 package jobs

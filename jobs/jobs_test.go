@@ -542,6 +542,9 @@ func TestConfigValidate(t *testing.T) {
 			wantErr: "Config.FetchPollInterval"},
 		{name: "JobTimeout", cfg: jobs.Config{JobTimeout: -2}, wantErr: "Config.JobTimeout"},
 		{name: "MaxAttempts", cfg: jobs.Config{MaxAttempts: -1}, wantErr: "Config.MaxAttempts"},
+		{name: "NegativeRescue", cfg: jobs.Config{RescueStuckJobsAfter: -time.Second}, wantErr: "Config.RescueStuckJobsAfter"},
+		{name: "RescueBeforeTimeout", cfg: jobs.Config{RescueStuckJobsAfter: time.Minute, JobTimeout: time.Hour},
+			wantErr: "Config.RescueStuckJobsAfter"},
 		{name: "QueuesWithoutWorkers", cfg: jobs.Config{Queues: map[string]river.QueueConfig{"a": {MaxWorkers: 1}}},
 			wantErr: "Config.Workers"},
 	} {
@@ -564,6 +567,9 @@ func TestConfigWithDefaults(t *testing.T) {
 	require.Equal(t, jobs.DefaultFetchPollInterval, cfg.FetchPollInterval)
 	require.Equal(t, map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: jobs.DefaultMaxWorkers}}, cfg.Queues)
 	require.NotNil(t, cfg.Logger)
+	require.Equal(t, jobs.DefaultRescueStuckJobsAfter, cfg.RescueStuckJobsAfter)
+	require.Equal(t, 2*time.Hour, jobs.Config{JobTimeout: 2 * time.Hour}.WithDefaults().RescueStuckJobsAfter,
+		"never rescued before its timeout")
 	require.Nil(t, jobs.Config{}.WithDefaults().Queues, "no workers, no queues: insert only")
 	fast := jobs.Config{FetchPollInterval: 5 * time.Millisecond}.WithDefaults()
 	require.Equal(t, 5*time.Millisecond, fast.FetchCooldown, "the cooldown never exceeds the poll interval")

@@ -65,7 +65,7 @@ func OpenPostgres(ctx context.Context, ownerURL string, appPool *pgxpool.Pool, c
 	if err != nil {
 		return nil, fmt.Errorf("jobs: new River client: %w", err)
 	}
-	return &Queue{client: c}, nil
+	return &Queue{client: c, pgx: c}, nil
 }
 
 // migratePostgres applies River's migrations and grants, as the role of
@@ -92,7 +92,7 @@ func migratePostgres(ctx context.Context, ownerURL, appRole string, cfg Config) 
 		return fmt.Errorf("jobs: connect to %s to migrate: %w", redact(ownerURL), err)
 	}
 	defer owner.Close()
-	m, err := rivermigrate.New(riverpgxv5.New(owner), &rivermigrate.Config{Logger: cfg.Logger})
+	m, err := rivermigrate.New(riverpgxv5.New(owner), &rivermigrate.Config{Logger: migrateLogger()})
 	if err != nil {
 		return fmt.Errorf("jobs: River migrator: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 )
@@ -30,6 +31,8 @@ type client interface {
 // concurrent use.
 type Queue struct {
 	client client
+	// pgx is client on Postgres, for InsertTx; nil on SQLite.
+	pgx *river.Client[pgx.Tx]
 	// close releases what the Open function opened (the SQLite handle);
 	// nil when there is nothing to release.
 	close     func() error
@@ -47,6 +50,20 @@ func (q *Queue) Insert(ctx context.Context, args river.JobArgs, opts *river.Inse
 		return false, fmt.Errorf("jobs: insert %s: %w", args.Kind(), err)
 	}
 	return !res.UniqueSkippedAsDuplicate, nil
+}
+
+// InsertTx enqueues args in tx, a transaction of the pool the Queue was
+// opened on, so that the job commits or rolls back with the caller's
+// writes. It reports ok=false, doing nothing, on a Queue that cannot: one
+// on SQLite, whose store and queue use two connections.
+func (q *Queue) InsertTx(ctx context.Context, tx pgx.Tx, args river.JobArgs, opts *river.InsertOpts) (ok bool, err error) {
+	if q.pgx == nil || tx == nil {
+		return false, nil
+	}
+	if _, err := q.pgx.InsertTx(ctx, tx, args, opts); err != nil {
+		return false, fmt.Errorf("jobs: insert %s in a transaction: %w", args.Kind(), err)
+	}
+	return true, nil
 }
 
 // Start starts fetching and working jobs in the background. Cancelling ctx

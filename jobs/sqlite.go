@@ -64,7 +64,7 @@ func OpenSQLite(ctx context.Context, path string, cfg Config) (*Queue, error) {
 	db.SetConnMaxIdleTime(0)
 	driver := riversqlite.New(db)
 
-	m, err := rivermigrate.New(driver, &rivermigrate.Config{Logger: cfg.Logger})
+	m, err := rivermigrate.New(driver, &rivermigrate.Config{Logger: migrateLogger()})
 	if err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("jobs: River migrator: %w", err)

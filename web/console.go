@@ -57,9 +57,22 @@ type Deps struct {
 	Audit      audit.Service
 	// Tenants (optional) lists a person's tenants for the switcher.
 	Tenants layout.TenantLister
+	// SignupLimiter (optional) limits sign-ups per client IP; a client
+	// over its limit gets the sign-up page with 429 Too Many Requests.
+	SignupLimiter Limiter
+	// SecureCookies marks the console's own cookies Secure even when the
+	// request arrived in plaintext (TLS terminated in front of Warden).
+	SecureCookies bool
 
 	Log *slog.Logger
 	Now func() time.Time
+}
+
+// Limiter is a rate limiter keyed by client (app/oidc's Limiter).
+type Limiter interface {
+	// Allow takes one token from key's bucket; when there is none,
+	// retryAfter says when the next one comes.
+	Allow(key string) (ok bool, retryAfter time.Duration)
 }
 
 // WithDefaults fills the optional fields.
@@ -121,22 +134,28 @@ func New(deps Deps) (*Console, error) {
 		return nil, err
 	}
 	assets := static.New()
+	cs := &Console{deps: deps, assets: assets}
 	env := &layout.Env{
-		Principal: deps.Principal, CSRFToken: deps.CSRFToken, CSRFField: deps.CSRFField, CSRFHeader: deps.CSRFHeader,
+		Principal: deps.Principal, CSRFToken: cs.csrfToken, CSRFField: deps.CSRFField, CSRFHeader: deps.CSRFHeader,
 		Tenants: deps.Tenants, SwitchTenantPath: deps.SwitchTenantPath,
 		StyleURL: assets.URL("style.css"), ScriptURL: assets.URL("htmx.min.js"), Log: deps.Log,
 	}
-	return &Console{
+	var limit func(*fiber.Ctx) (bool, time.Duration)
+	if deps.SignupLimiter != nil {
+		limit = func(c *fiber.Ctx) (bool, time.Duration) { return deps.SignupLimiter.Allow(c.IP()) }
+	}
+	*cs = Console{
 		deps:   deps,
 		assets: assets,
-		signup: &signup.Handler{Env: env, Service: deps.Signup},
+		signup: &signup.Handler{Env: env, Service: deps.Signup, Limit: limit},
 		signin: &signin.Handler{Env: env, Issuers: deps.Issuers, TenantSSO: deps.TenantSSO, LoginPath: deps.LoginPath,
 			LocalMode: deps.LocalMode, SignupEnabled: deps.Signup != nil},
 		members:    &members.Handler{Env: env, Service: deps.Members},
 		namespaces: &namespaces.Handler{Env: env, Service: deps.Namespaces},
 		apikeys:    &apikeys.Handler{Env: env, Service: deps.APIKeys, Now: deps.Now},
 		audit:      &audit.Handler{Env: env, Service: deps.Audit},
-	}, nil
+	}
+	return cs, nil
 }
 
 // Register mounts the console on r. Every route gets SecurityHeaders;
@@ -149,8 +168,10 @@ func (cs *Console) Register(r fiber.Router) {
 
 	r.Get("/", sh, cs.root)
 	if cs.deps.Signup != nil {
-		r.Get("/signup", sh, cs.signup.Get)
-		r.Post("/signup", sh, cs.signup.Post)
+		// Anonymous, so guarded on its own: same origin, a double-submit
+		// form token and a per-client rate limit (in the handler).
+		r.Get("/signup", sh, cs.issueFormToken, cs.signup.Get)
+		r.Post("/signup", sh, SameOrigin, cs.checkFormToken, cs.signup.Post)
 	} else {
 		r.All("/signup", sh, signupDisabled)
 	}

@@ -125,7 +125,13 @@ func (p *Pipeline) run(ctx context.Context, pr auth.Principal, docs []*resource.
 	if len(docs) == 0 {
 		return nil, apierr.New(apierr.CodeInvalidRequest, "the body holds no documents")
 	}
-	if diags := p.admit(ctx, pr, docs); len(diags) > 0 {
+	refused, diags := p.admit(ctx, pr, docs)
+	if len(refused) > 0 {
+		// Authorization comes before admission: a refusal to act is 403,
+		// not an admission result.
+		return nil, forbidden(refused)
+	}
+	if len(diags) > 0 {
 		return nil, rejected(diags)
 	}
 
@@ -220,8 +226,7 @@ func (p *Pipeline) run(ctx context.Context, pr auth.Principal, docs []*resource.
 
 // admit defaults and checks every document without touching the store, and
 // refuses system-only kinds and documents outside the caller's scope.
-func (p *Pipeline) admit(ctx context.Context, pr auth.Principal, docs []*resource.Object) []compile.Diagnostic {
-	var diags []compile.Diagnostic
+func (p *Pipeline) admit(ctx context.Context, pr auth.Principal, docs []*resource.Object) (refused, diags []compile.Diagnostic) {
 	for i, doc := range docs {
 		// status is a subresource: a body may carry it (a read-back being
 		// re-applied), but apply never writes it.
@@ -229,6 +234,9 @@ func (p *Pipeline) admit(ctx context.Context, pr auth.Principal, docs []*resourc
 		resource.Default(doc)
 		add := func(path, code, msg string) {
 			diags = append(diags, compile.Diagnostic{Document: i, Kind: doc.Kind, Namespace: doc.Metadata.Namespace, Name: doc.Metadata.Name, Path: path, Code: code, Message: msg})
+		}
+		refuse := func(path, msg string) {
+			refused = append(refused, compile.Diagnostic{Document: i, Kind: doc.Kind, Namespace: doc.Metadata.Namespace, Name: doc.Metadata.Name, Path: path, Code: resource.ErrCodeForbidden, Message: msg})
 		}
 		for _, fe := range resource.Validate(doc) {
 			add(fe.Path, fe.Code, fe.Message)
@@ -238,11 +246,11 @@ func (p *Pipeline) admit(ctx context.Context, pr auth.Principal, docs []*resourc
 			continue
 		}
 		if info.SystemOnly && !pr.System {
-			add("kind", resource.ErrCodeForbidden, fmt.Sprintf("%s records are written by Warden itself and cannot be applied", doc.Kind))
+			refuse("kind", fmt.Sprintf("%s records are written by Warden itself and cannot be applied", doc.Kind))
 			continue
 		}
 		if err := p.authz.Authorize(ctx, pr, auth.VerbApply, doc.Metadata.Namespace, info.Plural); err != nil {
-			add("metadata.namespace", resource.ErrCodeForbidden, err.Error())
+			refuse("metadata.namespace", err.Error())
 		}
 		if doc.Kind == resource.KindPolicy {
 			for _, fe := range p.policies.Check(doc) {
@@ -258,7 +266,7 @@ func (p *Pipeline) admit(ctx context.Context, pr auth.Principal, docs []*resourc
 			}
 		}
 	}
-	return diags
+	return refused, diags
 }
 
 // write stores one document: create, update, or leave unchanged. Secret

@@ -24,3 +24,15 @@ func rejected(diags []compile.Diagnostic) *apierr.Error {
 	}
 	return apierr.New(apierr.CodeAdmissionRejected, "%s", msg).WithDetails(map[string]any{"diagnostics": diags})
 }
+
+// forbidden builds the 403 Forbidden error of documents the principal may
+// not apply (or validate): authorization is decided before admission, so
+// these are not admission diagnostics. details.diagnostics lists each.
+func forbidden(refused []compile.Diagnostic) *apierr.Error {
+	d := refused[0]
+	msg := fmt.Sprintf("refused: document %d (%s %s): %s", d.Document, d.Kind, d.Name, d.Message)
+	if len(refused) > 1 {
+		msg += fmt.Sprintf(" (and %d more)", len(refused)-1)
+	}
+	return apierr.New(apierr.CodeForbidden, "%s", msg).WithDetails(map[string]any{"diagnostics": refused})
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/warden-dev/warden/app/listener"
 )
 
 // defaultDemoListen is where `warden demo tools` listens; the Tools of
@@ -66,7 +69,10 @@ func (a *app) demoTools(ctx context.Context, listen string) error {
 		return fmt.Errorf("listen on %s: %w", listen, err)
 	}
 	d := newDemoTools(a.env.Stdout, a.env.Now)
-	srv := &http.Server{Handler: d, ReadHeaderTimeout: 10 * time.Second}
+	// As every listener: a panic is a 500 in the log, and slow clients are
+	// cut off.
+	srv := &http.Server{Handler: listener.RecoverHTTP(d, slog.New(slog.NewTextHandler(a.env.Stderr, nil))),
+		ReadHeaderTimeout: listener.DefaultReadHeaderTimeout, ReadTimeout: listener.DefaultReadTimeout, IdleTimeout: listener.DefaultIdleTimeout}
 	base := "http://" + ln.Addr().String()
 	d.printf("Demo tools listening on %s (Ctrl-C to stop):\n", base)
 	for _, e := range demoEndpoints {

@@ -66,9 +66,11 @@ current context of $WARDEN_HOME/config.yaml (written by 'warden up').`,
 		newBenchCmd(a),
 		newToolCallsCmd(a),
 		newApprovalsCmd(a),
+		newAgBOMCmd(a),
 		newDemoCmd(a),
 		newModelsCmd(a),
 		newRouteCmd(a),
+		newVersionCmd(a),
 	)
 	return root
 }

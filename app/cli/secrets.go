@@ -119,8 +119,18 @@ func (a *app) rotateMasterKey(ctx context.Context, dataDir, storeURL string) err
 		return fmt.Errorf("open store %s: %w", redactURL(storeURL), err)
 	}
 	defer st.Close()
+	// The store must belong to the old key, or to the new one when this
+	// reruns a rotation that was cut short.
+	if err := secret.CheckMasterKey(ctx, st, oldK); err != nil {
+		if !errors.Is(err, secret.ErrWrongMasterKey) || secret.CheckMasterKey(ctx, st, newK) != nil {
+			return fmt.Errorf("rotate: %w", err)
+		}
+	}
 	res, err := secret.RotateSecrets(ctx, st, oldK, newK)
 	if err != nil {
+		return fmt.Errorf("rotate: %w (run the command again with the same keys to finish)", err)
+	}
+	if err := secret.RecordMasterKeyRotation(ctx, st, oldK, newK); err != nil {
 		return fmt.Errorf("rotate: %w (run the command again with the same keys to finish)", err)
 	}
 	w := a.env.Stdout

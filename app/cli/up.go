@@ -20,6 +20,7 @@ import (
 
 	"github.com/riverqueue/river"
 
+	"github.com/warden-dev/warden/app/agbom"
 	"github.com/warden-dev/warden/app/clientconfig"
 	"github.com/warden-dev/warden/app/compile"
 	"github.com/warden-dev/warden/app/gateway"
@@ -84,6 +85,9 @@ tokens. Register <public URL>/auth/callback as the redirect URL there.`,
 			if changeHistory == 0 || changeHistory < -1 {
 				return usagef("--change-history %d must be a number of entries, or -1 to keep them all", changeHistory)
 			}
+			if people.signupsPerHour < 1 {
+				return usagef("--signups-per-hour %d must be at least 1", people.signupsPerHour)
+			}
 			if people.issuer == "" && (people.clientID != "" || people.clientSecret != "") {
 				return usagef("--oidc-client-id and --oidc-client-secret need --oidc-issuer")
 			}
@@ -115,6 +119,7 @@ tokens. Register <public URL>/auth/callback as the redirect URL there.`,
 	f.StringVar(&people.name, "oidc-name", "Single sign-on", "label of the sign-in button")
 	f.StringVar(&people.publicURL, "public-url", "", "externally visible base URL: the OIDC redirect URL is <public-url>/auth/callback and workload tokens name it as issuer (default the control plane URL)")
 	f.BoolVar(&people.signup, "signup", false, "enable self-service tenant sign-up in the console (SaaS)")
+	f.IntVar(&people.signupsPerHour, "signups-per-hour", server.DefaultSignupsPerHour, "sign-ups one client IP may post an hour (with --signup)")
 	return cmd
 }
 
@@ -130,6 +135,7 @@ const (
 type peopleOptions struct {
 	issuer, clientID, clientSecret, name, publicURL string
 	signup                                          bool
+	signupsPerHour                                  int
 }
 
 // oidcConfig builds people sign-in from the flags; nil without an issuer.
@@ -202,6 +208,16 @@ type tlsOptions struct {
 }
 
 func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port, gatewayPort, routerPort, changeHistory int, tlsOpts tlsOptions, people peopleOptions) error {
+	listeners, err := bindListeners(listenHost, port, gatewayPort, routerPort)
+	if err != nil {
+		return err
+	}
+	defer listeners.Close()
+	// A certificate pair that does not load fails now, before first-start
+	// setup, like a busy port.
+	if _, err := (server.Config{TLSCertFile: tlsOpts.cert, TLSKeyFile: tlsOpts.key}).TLSConfig(); err != nil {
+		return err
+	}
 	home, err := clientconfig.Home(a.env.LookupEnv)
 	if err != nil {
 		return err
@@ -240,6 +256,11 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		return fmt.Errorf("open store %s: %w", redactURL(storeURL), err)
 	}
 	defer st.Close()
+	// Before anything is written: a replica with another master key
+	// would replace the signing keys it cannot open.
+	if err := secret.CheckMasterKey(ctx, st, keyring); err != nil {
+		return fmt.Errorf("master key: %w", err)
+	}
 
 	key, created, err := server.Bootstrap(ctx, st, a.env.Now)
 	if err != nil {
@@ -292,53 +313,45 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 			}
 		}()
 	}
-	fmt.Fprintf(w, "Warden is starting.\n")
-	fmt.Fprintf(w, "  control plane + console  %s\n", controlURL)
 	gatewayAddr, gatewayURL := server.GatewayOff, ""
 	if gatewayPort != 0 {
 		gatewayAddr = net.JoinHostPort(listenHost, strconv.Itoa(gatewayPort))
 		gatewayURL = scheme + "://" + net.JoinHostPort(clientHost(listenHost), strconv.Itoa(gatewayPort))
-		fmt.Fprintf(w, "  tool gateway             %s\n", gatewayURL)
 	}
-	routerAddr := ""
+	routerAddr, routerURL := "", ""
 	if routerPort != 0 {
 		routerAddr = net.JoinHostPort(listenHost, strconv.Itoa(routerPort))
-		fmt.Fprintf(w, "  model router             %s://%s\n", scheme, net.JoinHostPort(clientHost(listenHost), strconv.Itoa(routerPort)))
+		routerURL = scheme + "://" + net.JoinHostPort(clientHost(listenHost), strconv.Itoa(routerPort))
 	}
-	fmt.Fprintf(w, "  store                    %s\n", redactURL(storeURL))
-	fmt.Fprintf(w, "  config                   %s\n", clientconfig.Path(home))
-	fmt.Fprintf(w, "  runtime                  %s\n", tuned)
-	if oidcCfg != nil {
-		fmt.Fprintf(w, "  console sign-in          %s (redirect URL %s)\n", people.issuer, oidcCfg.RedirectURL)
-	} else {
-		fmt.Fprintf(w, "  console sign-in          none (local mode: use the CLI and API keys; --oidc-issuer enables it)\n")
-	}
-	if tracer != nil {
-		fmt.Fprintf(w, "  traces (OTLP/HTTP)       %s\n", traceEndpoint)
-	}
-	fmt.Fprintf(w, "Press Ctrl-C to stop.\n")
 
 	var osTools gateway.OSRunner
+	var sandboxErr error
 	if gatewayPort != 0 {
 		runner, err := sandbox.New(ctx, sandbox.Config{Logger: logger})
 		if err != nil {
-			logger.Warn("OS tools are unavailable: the sandbox cannot run here", "err", err)
-			fmt.Fprintf(w, "  OS tool sandbox          unavailable (%v)\n", err)
+			sandboxErr = err // said once, in the summary below
 		} else {
 			osTools = gateway.Sandbox{Runner: runner}
 		}
 	}
 	// Durable approval work (resume, expiry) runs as River jobs on the
-	// store's database.
+	// store's database, and so does the work that must run once per
+	// cluster (key rotation, retention, the approval sweep).
 	workers := river.NewWorkers()
 	approvals := jobs.NewApprovals(workers)
-	queue, err := openQueue(ctx, st, storeURL, jobs.Config{Workers: workers, Logger: logger})
+	agboms := jobs.NewAgBOMs(workers)
+	cluster := jobs.NewCluster(workers, jobs.ClusterConfig{})
+	queue, err := openQueue(ctx, st, storeURL, jobs.Config{Workers: workers, Logger: logger,
+		PeriodicJobs: cluster.PeriodicJobs(), Queues: cluster.Queues(gatewayPort != 0)})
 	if err != nil {
 		return fmt.Errorf("job queue: %w", err)
 	}
 	approvals.SetQueue(queue)
+	agboms.SetQueue(queue)
 	srv, err := server.New(server.Config{
 		Queue:          approvals,
+		AgBOMQueue:     agbomQueue(agboms, gatewayPort),
+		Cluster:        cluster,
 		Sandbox:        osTools,
 		Store:          st,
 		Logger:         logger,
@@ -352,6 +365,7 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		PublicURL:      publicURL,
 		OIDC:           oidcCfg,
 		Signup:         people.signup,
+		SignupLimit:    oidc.RateLimit{Attempts: people.signupsPerHour, Window: time.Hour},
 		ChangeHistory:  changeHistory,
 		Tracer:         tracer,
 		AllowPlaintext: tlsOpts.allowPlaintext,
@@ -361,18 +375,47 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		return err
 	}
 	defer stopQueue(queue, logger)
-	if gw := srv.Gateway(); gw != nil {
+	agboms.Bind(srv.AgBOM())
+	gw := srv.Gateway()
+	if gw != nil {
 		approvals.Bind(gw)
-		// The queue stops when up returns, not when ctx ends, so that
-		// jobs are not cut off halfway through a store write.
-		if err := queue.Start(context.WithoutCancel(ctx)); err != nil {
-			return fmt.Errorf("start job queue: %w", err)
-		}
+	}
+	// The queue stops when up returns, not when ctx ends, so that
+	// jobs are not cut off halfway through a store write.
+	if err := queue.Start(context.WithoutCancel(ctx)); err != nil {
+		return fmt.Errorf("start job queue: %w", err)
+	}
+	if gw != nil {
 		if err := gw.Sweep(ctx); err != nil {
 			logger.Error("sweep approvals at start-up", "err", err)
 		}
 	}
-	err = srv.ListenAndServe(ctx)
+	// Everything that logs while starting (migrations, the queue, the
+	// sweep) has run: the summary comes last, just before serving.
+	fmt.Fprintf(w, "Warden is starting.\n")
+	fmt.Fprintf(w, "  control plane + console  %s\n", controlURL)
+	if gatewayURL != "" {
+		fmt.Fprintf(w, "  tool gateway             %s\n", gatewayURL)
+	}
+	if routerURL != "" {
+		fmt.Fprintf(w, "  model router             %s\n", routerURL)
+	}
+	fmt.Fprintf(w, "  store                    %s\n", redactURL(storeURL))
+	fmt.Fprintf(w, "  config                   %s\n", clientconfig.Path(home))
+	fmt.Fprintf(w, "  runtime                  %s\n", tuned)
+	if oidcCfg != nil {
+		fmt.Fprintf(w, "  console sign-in          %s (redirect URL %s)\n", people.issuer, oidcCfg.RedirectURL)
+	} else {
+		fmt.Fprintf(w, "  console sign-in          none (local mode: use the CLI and API keys; --oidc-issuer enables it)\n")
+	}
+	if sandboxErr != nil {
+		fmt.Fprintf(w, "  OS tool sandbox          unavailable (%v)\n", sandboxErr)
+	}
+	if tracer != nil {
+		fmt.Fprintf(w, "  traces (OTLP/HTTP)       %s\n", traceEndpoint)
+	}
+	fmt.Fprintf(w, "Press Ctrl-C to stop.\n")
+	err = srv.ServeListeners(ctx, listeners)
 	if ctx.Err() != nil && (err == nil || errors.Is(err, context.Canceled)) {
 		fmt.Fprintln(w, "Warden stopped.")
 		return nil
@@ -381,6 +424,16 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		return fmt.Errorf("serve: %w", err)
 	}
 	return nil
+}
+
+// agbomQueue is where AgBOM refreshes go: River's default queue, which
+// this process works only with the tool gateway (jobs.Cluster.Queues: the
+// approval jobs need one), else nil, and the server refreshes in-process.
+func agbomQueue(q *jobs.AgBOMs, gatewayPort int) agbom.Queue {
+	if gatewayPort == 0 {
+		return nil
+	}
+	return q
 }
 
 // stopQueue stops the job queue, giving running jobs 5 seconds, and never

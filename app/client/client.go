@@ -60,20 +60,39 @@ func New(server, token string, opts ...Option) *Client {
 }
 
 func parseServer(server string) (*url.URL, error) {
-	if strings.TrimSpace(server) == "" {
+	server = strings.TrimSpace(server)
+	if server == "" {
 		return nil, errors.New("server address is empty")
 	}
+	if !strings.Contains(server, "://") {
+		server = defaultScheme(server) + "://" + server
+	}
 	u, err := url.Parse(strings.TrimRight(server, "/"))
-	if err != nil {
-		return nil, fmt.Errorf("server address %q: %w", server, err)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("server address %q is not a URL such as https://warden.example.com or http://127.0.0.1:8080", server)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return nil, fmt.Errorf("server address %q: scheme must be http or https", server)
 	}
-	if u.Host == "" {
-		return nil, fmt.Errorf("server address %q: no host", server)
-	}
 	return u, nil
+}
+
+// defaultScheme is the scheme assumed for a server address given without
+// one: http for a loopback host (warden up serves plaintext there), https
+// for any other, since Warden refuses plaintext off loopback.
+func defaultScheme(hostport string) string {
+	host, _, _ := strings.Cut(hostport, "/")
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if host == "localhost" {
+		return "http"
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return "http"
+	}
+	return "https"
 }
 
 // Server returns the server address the client was built with.

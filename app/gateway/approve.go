@@ -81,9 +81,11 @@ func (g *Gateway) Decide(ctx context.Context, p auth.Principal, ns, name string,
 		evs      []events.Event
 		conflict *apierr.Error
 		callName string
+		// queued: the resume job committed with the decision.
+		queued bool
 	)
 	err := g.rec.do(ctx, p.Tenant, func(ctx context.Context, tx store.Tx) error {
-		out, evs, conflict, callName = nil, nil, nil, ""
+		out, evs, conflict, callName, queued = nil, nil, nil, "", false
 		ap, err := tx.ResourceGet(ctx, resource.Key{Kind: resource.KindApproval, Namespace: ns, Name: name})
 		if errors.Is(err, store.ErrNotFound) {
 			conflict = apierr.New(apierr.CodeNotFound, "approval %q not found in namespace %q", name, ns)
@@ -125,6 +127,11 @@ func (g *Gateway) Decide(ctx context.Context, p auth.Principal, ns, name string,
 			"decidedBy": who, "override": override})
 		if callName != "" && req.Decision == DecisionApprove {
 			w.event(ctx, events.ToolCallApproved, "ToolCall/"+callName, map[string]any{"approval": name, "approvedBy": who, "override": override})
+			if tq, ok := g.cfg.Queue.(TxQueue); ok {
+				if queued, err = tq.ResumeTx(ctx, tx, p.Tenant, ns, callName); err != nil {
+					return err
+				}
+			}
 		}
 		verb := "approvals/decide"
 		if override {
@@ -150,7 +157,7 @@ func (g *Gateway) Decide(ctx context.Context, p auth.Principal, ns, name string,
 	}
 	if callName != "" {
 		g.waiters.wake(p.Tenant, ns+"/"+callName)
-		if req.Decision == DecisionApprove {
+		if req.Decision == DecisionApprove && !queued {
 			g.scheduleResume(ctx, p.Tenant, ns, callName)
 		}
 	}
@@ -166,11 +173,17 @@ func (g *Gateway) scheduleResume(ctx context.Context, tenant, ns, call string) {
 		}
 		return
 	}
-	go func() {
-		if err := g.Resume(context.WithoutCancel(ctx), tenant, ns, call); err != nil {
-			g.log.Error("resume approved call", "toolcall", call, "err", err)
-		}
-	}()
+	g.resumeHere(ctx, tenant, ns, call)
+}
+
+// resumeHere resumes an approved call in this process. It is safe
+// whatever else resumes the call (a resume job here or on another
+// replica): Resume claims the call with its resourceVersion as
+// precondition, so one of them runs it.
+func (g *Gateway) resumeHere(ctx context.Context, tenant, ns, call string) {
+	if err := g.Resume(context.WithoutCancel(ctx), tenant, ns, call); err != nil {
+		g.log.Error("resume approved call", "toolcall", call, "err", err)
+	}
 }
 
 func refName(spec map[string]any, field string) string {

@@ -15,6 +15,7 @@ import (
 	"github.com/warden-dev/warden/app/auth"
 	"github.com/warden-dev/warden/app/authz"
 	"github.com/warden-dev/warden/app/events"
+	"github.com/warden-dev/warden/app/listener"
 	"github.com/warden-dev/warden/app/policy"
 	"github.com/warden-dev/warden/app/secret"
 	"github.com/warden-dev/warden/app/store"
@@ -105,6 +106,15 @@ type Queue interface {
 	Expire(ctx context.Context, tenant, namespace, approval string, at time.Time) error
 }
 
+// TxQueue is a Queue that can also schedule a resumption inside the store
+// transaction that records the approval (jobs.Approvals on Postgres), so
+// that the decision and its job commit together. ResumeTx reports false,
+// having done nothing, when it cannot for tx; the gateway then schedules
+// with Resume after the commit.
+type TxQueue interface {
+	ResumeTx(ctx context.Context, tx any, tenant, namespace, call string) (bool, error)
+}
+
 // Config configures a Gateway.
 type Config struct {
 	Store    store.Store
@@ -139,6 +149,9 @@ type Config struct {
 	MaxInputBytes int
 	// RecordWorkers is the number of group-commit writers; default 2.
 	RecordWorkers int
+	// Timeouts bound how long a client may take to send a request
+	// (zero fields: listener's defaults).
+	Timeouts listener.Timeouts
 }
 
 // Gateway runs tool calls. Build it with New; it is safe for concurrent
@@ -156,6 +169,7 @@ type Gateway struct {
 	aosCall *aosCalls
 	aos     *aos.Handler
 	stop    []func()
+	bg      background
 	base    context.Context
 	cancel  context.CancelFunc
 }
@@ -223,7 +237,8 @@ func New(cfg Config) (*Gateway, error) {
 	return g, nil
 }
 
-// Close stops the gateway's background work: the recorder commits what is
+// Close stops the gateway's background work: resumed calls get up to
+// resumeDrain to record their results, then the recorder commits what is
 // queued and refuses later writes. Call it once no request can reach the
 // gateway any more (server.Server drains its listeners first), so that the
 // calls in flight have recorded their results.
@@ -231,6 +246,7 @@ func (g *Gateway) Close() {
 	for _, stop := range g.stop {
 		stop()
 	}
+	g.bg.close(resumeDrain)
 	g.cancel()
 	g.rec.close()
 }

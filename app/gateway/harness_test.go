@@ -14,13 +14,14 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/riverqueue/river"
+	"github.com/warden-dev/warden/app/gateway"
 	"github.com/warden-dev/warden/app/server"
 	"github.com/warden-dev/warden/app/store"
 	"github.com/warden-dev/warden/app/store/backend"
-	"github.com/warden-dev/warden/app/store/postgres"
 	"github.com/warden-dev/warden/app/store/postgres/pgtest"
 	"github.com/warden-dev/warden/app/workload"
 	"github.com/warden-dev/warden/jobs"
@@ -253,6 +254,8 @@ type envOptions struct {
 	admin string
 	// storeURL of st, for the River queue.
 	river bool
+	// queue, with river, wraps the approval jobs the gateway is given.
+	queue func(*jobs.Approvals) gateway.Queue
 }
 
 func start(t testing.TB, o envOptions) *env {
@@ -284,6 +287,9 @@ func start(t testing.TB, o envOptions) *env {
 		require.NoError(t, err)
 		approvals.SetQueue(queue)
 		cfg.Queue = approvals
+		if o.queue != nil {
+			cfg.Queue = o.queue(approvals)
+		}
 	}
 	srv, err := server.New(cfg)
 	require.NoError(t, err)
@@ -319,7 +325,7 @@ func (e *env) stop() {
 
 // openQueue opens the River queue on the store's database.
 func openQueue(t testing.TB, st store.Store, storeURL string, cfg jobs.Config) (*jobs.Queue, error) {
-	if pg, ok := st.(*postgres.Store); ok {
+	if pg, ok := st.(interface{ Pool() *pgxpool.Pool }); ok {
 		return jobs.OpenPostgres(context.Background(), storeURL, pg.Pool(), cfg)
 	}
 	return jobs.OpenSQLite(context.Background(), strings.TrimPrefix(storeURL, "sqlite://"), cfg)

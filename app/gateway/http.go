@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -16,6 +17,7 @@ import (
 	"github.com/warden-dev/warden/app/apierr"
 	"github.com/warden-dev/warden/app/auth"
 	"github.com/warden-dev/warden/app/authz"
+	"github.com/warden-dev/warden/app/listener"
 	"github.com/warden-dev/warden/app/resource"
 )
 
@@ -33,16 +35,17 @@ const localPrincipal = "warden.principal"
 
 // App returns the gateway's HTTP application (port 8081).
 func (g *Gateway) App() *fiber.App {
-	app := fiber.New(fiber.Config{
+	app := fiber.New(g.cfg.Timeouts.FiberConfig(fiber.Config{
 		AppName:               "warden-gateway",
 		BodyLimit:             4 * g.cfg.MaxInputBytes,
 		DisableStartupMessage: true,
 		ErrorHandler:          g.errorHandler,
 		JSONEncoder:           resource.MarshalValue,
-	})
-	app.Use(g.limitBody)
+	}))
+	g.cfg.Timeouts.Harden(app)
+	app.Use(listener.RequestID, listener.Recover(g.log), g.limitBody)
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.SendString("ok") })
-	v1 := app.Group("/v1", g.authenticate)
+	v1 := app.Group("/v1", listener.APIHeaders, g.authenticate)
 	v1.Post("/tool-calls", g.handleCreate)
 	v1.Get("/tool-calls/:id", g.handleGet)
 	v1.Post("/tool-calls/:id/cancel", g.handleCancel)
@@ -70,6 +73,13 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	return <-errc
 }
 
+// param returns a path parameter as a string of its own: Fiber's points
+// into a buffer reused once the handler returns, and a call's name may
+// reach work that outlives it (resumption, the recorder's batches).
+func param(c *fiber.Ctx, name string) string {
+	return strings.Clone(c.Params(name))
+}
+
 func (g *Gateway) limitBody(c *fiber.Ctx) error {
 	if c.Request().Header.ContentLength() > g.cfg.MaxInputBytes || len(c.Body()) > g.cfg.MaxInputBytes {
 		return apierr.New(apierr.CodePayloadTooLarge, "the request body is larger than the limit of %d bytes", g.cfg.MaxInputBytes)
@@ -78,7 +88,8 @@ func (g *Gateway) limitBody(c *fiber.Ctx) error {
 }
 
 func (g *Gateway) authenticate(c *fiber.Ctx) error {
-	p, err := g.cfg.Authn.Authenticate(c.UserContext(), c.Get(fiber.HeaderAuthorization))
+	want := strings.Clone(c.Get(auth.HeaderTenant))
+	p, err := g.cfg.Authn.Authenticate(auth.WithRequestedTenant(c.UserContext(), want), c.Get(fiber.HeaderAuthorization))
 	if err != nil {
 		if errors.Is(err, auth.ErrUnauthenticated) {
 			g.log.InfoContext(c.UserContext(), "unauthenticated gateway request", "path", c.Path(), "reason", err.Error())
@@ -87,6 +98,9 @@ func (g *Gateway) authenticate(c *fiber.Ctx) error {
 				"a valid credential is required: send Authorization: Bearer <workload token for audience warden:tool-gateway>")
 		}
 		return err
+	}
+	if want != "" && p.Tenant != want {
+		return apierr.New(apierr.CodeForbidden, "%s does not act in tenant %q (%s)", p.Subject, want, auth.HeaderTenant)
 	}
 	c.Locals(localPrincipal, p)
 	c.SetUserContext(auth.WithPrincipal(c.UserContext(), p))
@@ -112,10 +126,12 @@ func (g *Gateway) errorHandler(c *fiber.Ctx, err error) error {
 		case errors.As(err, &fe) && fe.Code < 500:
 			e = apierr.New(apierr.CodeInvalidRequest, "%s", fe.Message)
 		default:
-			g.log.ErrorContext(c.UserContext(), "gateway internal error", "err", err, "method", c.Method(), "path", c.Path())
-			e = apierr.New(apierr.CodeInternal, "internal error")
+			id := listener.RequestIDOf(c)
+			g.log.ErrorContext(c.UserContext(), "gateway internal error", "err", err, "method", c.Method(), "path", c.Path(), "requestId", id)
+			e = listener.InternalError(id)
 		}
 	}
+	e = listener.NameRequest(e, listener.RequestIDOf(c))
 	if s, ok := e.Details["retryAfterSeconds"].(int64); ok {
 		c.Set(fiber.HeaderRetryAfter, strconv.FormatInt(s, 10))
 	}
@@ -196,7 +212,7 @@ func (g *Gateway) handleCreate(c *fiber.Ctx) error {
 		if len(k) > 255 {
 			return apierr.New(apierr.CodeInvalidRequest, "Idempotency-Key is longer than 255 characters")
 		}
-		req.IdempotencyKey = k
+		req.IdempotencyKey = strings.Clone(k)
 	}
 	out, err := g.Call(c.UserContext(), principalOf(c), req)
 	return g.respond(c, out, err)
@@ -209,7 +225,9 @@ func namespaceOf(c *fiber.Ctx, p auth.Principal) (string, error) {
 		return p.Namespace, nil
 	}
 	if ns := c.Query("namespace"); ns != "" {
-		return ns, nil
+		// A copy: work the call starts (a resumption) outlives the
+		// handler, and Fiber reuses the query's buffer after it.
+		return strings.Clone(ns), nil
 	}
 	if p.Namespace != "" && p.Namespace != auth.AllNamespaces {
 		return p.Namespace, nil
@@ -223,7 +241,7 @@ func (g *Gateway) handleGet(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	name := c.Params("id")
+	name := param(c, "id")
 	if p.Agent == "" {
 		if err := g.cfg.Authz.Authorize(c.UserContext(), p, auth.VerbGet, ns, "toolcalls"); err != nil {
 			if errors.Is(err, auth.ErrForbidden) {
@@ -262,7 +280,7 @@ func (g *Gateway) handleCancel(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	obj, err := g.Cancel(c.UserContext(), p, ns, c.Params("id"))
+	obj, err := g.Cancel(c.UserContext(), p, ns, param(c, "id"))
 	if err != nil {
 		return err
 	}
@@ -285,7 +303,7 @@ func (g *Gateway) handleApprove(c *fiber.Ctx) error {
 			return apierr.New(apierr.CodeInvalidRequest, `the body must be {"rationale": "…"}: %s`, err)
 		}
 	}
-	ap, err := g.Decide(c.UserContext(), p, ns, ApprovalName(c.Params("id")), DecideRequest{Decision: DecisionApprove, Rationale: body.Rationale}, false)
+	ap, err := g.Decide(c.UserContext(), p, ns, ApprovalName(param(c, "id")), DecideRequest{Decision: DecisionApprove, Rationale: body.Rationale}, false)
 	if err != nil {
 		return err
 	}
@@ -304,7 +322,7 @@ func (g *Gateway) handleReplay(c *fiber.Ctx) error {
 		}
 		return err
 	}
-	out, err := g.Replay(c.UserContext(), p, ns, c.Params("id"))
+	out, err := g.Replay(c.UserContext(), p, ns, param(c, "id"))
 	return g.respond(c, out, err)
 }
 

@@ -73,9 +73,10 @@ func runLimit(te *toolEntry, known bool) (time.Duration, bool) {
 }
 
 // finishInterrupted finishes the Running call obj of tenant as interrupted
-// once its run limit has passed: at once when it has, otherwise on a timer
-// (until the gateway closes; the next start-up sweep finds the call again).
-func (g *Gateway) finishInterrupted(ctx context.Context, tenant string, obj *resource.Object) error {
+// once its run limit has passed: at once when it has, otherwise, with
+// wait, on a timer (until the gateway closes; the next sweep finds the
+// call again).
+func (g *Gateway) finishInterrupted(ctx context.Context, tenant string, obj *resource.Object, wait bool) error {
 	v, err := viewOf(obj)
 	if err != nil {
 		return err
@@ -104,13 +105,16 @@ func (g *Gateway) finishInterrupted(ctx context.Context, tenant string, obj *res
 			g.log.ErrorContext(ctx, "finish an interrupted call", "toolcall", name, "err", err)
 		}
 	}
-	wait := at.Sub(g.now())
-	if wait <= 0 {
+	left := at.Sub(g.now())
+	if left <= 0 {
 		finish(ctx)
 		return nil
 	}
+	if !wait {
+		return nil
+	}
 	go func() {
-		t := time.NewTimer(wait)
+		t := time.NewTimer(left)
 		defer t.Stop()
 		select {
 		case <-t.C:

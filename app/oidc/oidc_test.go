@@ -190,6 +190,9 @@ func setupOn(t *testing.T, storeURL string, mutate ...func(*Config)) bundle {
 			ctx = WithRequestedTenant(ctx, t)
 		}
 		p, err := authn.Authenticate(ctx, c.Get(fiber.HeaderAuthorization))
+		if e, ok := apierr.As(err); ok && e.Code == apierr.CodeForbidden {
+			return e
+		}
 		if err != nil {
 			return unauthenticated("%v", err)
 		}
@@ -597,6 +600,12 @@ func TestBearerIDToken(t *testing.T) {
 			require.Contains(t, msg, "X-Warden-Tenant")
 			resp = call(carol, "beta")
 			require.Equal(t, http.StatusOK, resp.StatusCode)
+		})
+		t.Run("a tenant the person does not belong to is refused", func(t *testing.T) {
+			resp := call(token, "beta")
+			require.Equal(t, http.StatusForbidden, resp.StatusCode)
+			_, msg := errCode(t, resp)
+			require.Contains(t, msg, `not a member of tenant "beta"`)
 		})
 		t.Run("expired", func(t *testing.T) {
 			b.skew.Store(int64(2 * time.Hour)) // the example provider's ID tokens live 1h

@@ -190,7 +190,7 @@ func (h *Handler) CSRF(c *fiber.Ctx) error {
 func checkCSRF(c *fiber.Ctx, s *store.Session) error {
 	got := c.Get(CSRFHeader)
 	if got == "" {
-		got = c.FormValue(CSRFField)
+		got = formValue(c, CSRFField)
 	}
 	if got == "" || subtle.ConstantTimeCompare([]byte(got), []byte(s.CSRFToken)) != 1 {
 		return apierr.New(apierr.CodeForbidden, "missing or wrong CSRF token: reload the page and try again")
@@ -219,4 +219,19 @@ func (h *Handler) Logout(c *fiber.Ctx) error {
 // or when this request arrived over TLS.
 func (h *Handler) secure(c *fiber.Ctx) bool {
 	return h.cfg.CookieSecure || c.Protocol() == "https"
+}
+
+// formValue returns a field of the request body (URL-encoded or
+// multipart), never of the query string, where a token would leak through
+// logs, history and Referer.
+func formValue(c *fiber.Ctx, name string) string {
+	if v := c.Request().PostArgs().Peek(name); len(v) > 0 {
+		return string(v)
+	}
+	if mf, err := c.MultipartForm(); err == nil {
+		if vs := mf.Value[name]; len(vs) > 0 {
+			return vs[0]
+		}
+	}
+	return ""
 }

@@ -65,13 +65,12 @@ func (v *Verifier) issuer(iss string) (provider, bool) {
 	return provider{}, false
 }
 
-type requestedTenantKey struct{}
-
 // WithRequestedTenant returns ctx naming the tenant a bearer request asks
-// for (the API's X-Warden-Tenant header). Verify needs it only for a person
-// who belongs to several tenants, and checks the membership.
+// for (the API's X-Warden-Tenant header, auth.WithRequestedTenant). Verify
+// needs it for a person who belongs to several tenants, and refuses one who
+// does not belong to it with 403 Forbidden.
 func WithRequestedTenant(ctx context.Context, tenant string) context.Context {
-	return context.WithValue(ctx, requestedTenantKey{}, tenant)
+	return auth.WithRequestedTenant(ctx, tenant)
 }
 
 // Verify checks an ID token: signature against the issuer's keys (found by
@@ -124,7 +123,7 @@ func (v *Verifier) Verify(ctx context.Context, token string) (auth.Principal, er
 	if err != nil {
 		return auth.Principal{}, fmt.Errorf("look up memberships: %w", err)
 	}
-	want, _ := ctx.Value(requestedTenantKey{}).(string)
+	want := auth.RequestedTenant(ctx)
 	tenant := ""
 	for _, m := range ms {
 		if want == "" || m.Tenant == want {
@@ -133,6 +132,11 @@ func (v *Verifier) Verify(ctx context.Context, token string) (auth.Principal, er
 			}
 			tenant = m.Tenant
 		}
+	}
+	if tenant == "" && want != "" && len(ms) > 0 {
+		// A valid token of a person who asks for a tenant they do not
+		// belong to: who they are is known, what they ask is refused.
+		return auth.Principal{}, apierr.New(apierr.CodeForbidden, "%s is not a member of tenant %q", email, want)
 	}
 	if tenant == "" {
 		return fail("%s is not a member of %s", email, map[bool]string{true: "any tenant", false: fmt.Sprintf("tenant %q", want)}[want == ""])

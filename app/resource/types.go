@@ -239,6 +239,9 @@ type ModelSpec struct {
 	Provider string `json:"provider"`
 	// Model is the provider's model id, e.g. "gpt-4o".
 	Model string `json:"model"`
+	// Version is the model's version or snapshot where the id does not
+	// pin one, e.g. "2024-08-06"; shown in the agent's AgBOM.
+	Version string `json:"version,omitempty"`
 	// Endpoint is the provider's base URL; empty means the provider default.
 	Endpoint string `json:"endpoint,omitempty"`
 	// APIKeySecretRef names the Secret key holding the API key.

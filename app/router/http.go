@@ -122,7 +122,10 @@ func (r *Router) readBody(w http.ResponseWriter, hr *http.Request) ([]byte, *api
 	if hr.ContentLength > r.cfg.MaxBodyBytes {
 		return nil, apierr.New(apierr.CodePayloadTooLarge, "the request body is larger than the limit of %d bytes", r.cfg.MaxBodyBytes)
 	}
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(r.cfg.Timeouts.WithDefaults().Read))
 	b, err := io.ReadAll(http.MaxBytesReader(w, hr.Body, r.cfg.MaxBodyBytes))
+	_ = rc.SetReadDeadline(time.Time{})
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {

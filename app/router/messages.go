@@ -222,7 +222,6 @@ type anthropicResponder struct {
 	id      string
 	index   int
 	open    string // "", "text" or "tool_use"
-	tools   map[int]int
 	stop    string
 	usage   Usage
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/warden-dev/warden/app/auth"
 	"github.com/warden-dev/warden/app/authz"
 	"github.com/warden-dev/warden/app/events"
+	"github.com/warden-dev/warden/app/listener"
 	"github.com/warden-dev/warden/app/policy"
 	"github.com/warden-dev/warden/app/secret"
 	"github.com/warden-dev/warden/app/store"
@@ -52,8 +53,11 @@ type Config struct {
 	// when zero.
 	AttemptTimeout time.Duration
 	MaxBodyBytes   int64
-	Logger         *slog.Logger
-	Now            func() time.Time
+	// Timeouts bound how long a client may take to send a request and
+	// how long an idle connection is kept (listener's defaults).
+	Timeouts listener.Timeouts
+	Logger   *slog.Logger
+	Now      func() time.Time
 }
 
 // Router is the model router. Build it with New; it is safe for
@@ -126,11 +130,14 @@ func (r *Router) Flush(ctx context.Context) error { return r.rec.flush(ctx) }
 // Serve serves the router on ln until ctx ends, then lets the requests in
 // flight finish (10 s at most).
 func (r *Router) Serve(ctx context.Context, ln net.Listener) error {
+	t := r.cfg.Timeouts.WithDefaults()
 	srv := &http.Server{
 		Handler:           r.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		ErrorLog:          slog.NewLogLogger(r.log.Handler(), slog.LevelWarn),
+		ReadHeaderTimeout: t.ReadHeader,
+		// No ReadTimeout: it would stay armed while an answer streams.
+		// readBody bounds the body's read with Timeouts.Read instead.
+		IdleTimeout: t.Idle,
+		ErrorLog:    slog.NewLogLogger(r.log.Handler(), slog.LevelWarn),
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

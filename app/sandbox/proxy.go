@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"time"
+
+	"github.com/warden-dev/warden/app/listener"
 )
 
 // egressProxy is the host side of a run's network egress: an HTTP proxy on
@@ -64,10 +66,13 @@ func serveEgress(ctx context.Context, ln net.Listener, allow allowlist, logger *
 	ctx, cancel := context.WithCancel(ctx)
 	p := newEgressProxy(allow, logger)
 	srv := &http.Server{
-		Handler:           p,
+		Handler:           listener.RecoverHTTP(p, logger),
 		ReadHeaderTimeout: egressHeaderTimeout,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 		ErrorLog:          log.New(io.Discard, "", 0),
+		// No ReadTimeout: it would stay on a CONNECT tunnel's hijacked
+		// connection and cut it.
+		IdleTimeout: listener.DefaultIdleTimeout,
 	}
 	done := make(chan struct{})
 	go func() {

@@ -176,3 +176,28 @@ func (b *Broker) Resolve(ctx context.Context, reader store.Reader, tenant, ns, n
 	}
 	return string(pt), nil
 }
+
+// OpenSecretData returns the plaintext values of a stored Secret of
+// tenant, by key, so that a merge patch of spec.data can be applied to
+// them and sealed again (unchanged values keep their ciphertext). Errors
+// name the Secret and key, never a value.
+func OpenSecretData(k *Keyring, tenant string, o *resource.Object) (map[string]any, error) {
+	sealed, _ := o.Spec[FieldSealed].(map[string]any)
+	data := make(map[string]any, len(sealed))
+	for key, v := range sealed {
+		s, ok := v.(string)
+		if !ok {
+			return nil, fmt.Errorf("secret %s/%s key %q: %w: not a string", o.Metadata.Namespace, o.Metadata.Name, key, ErrMalformed)
+		}
+		raw, err := base64.StdEncoding.DecodeString(s)
+		if err != nil {
+			return nil, fmt.Errorf("secret %s/%s key %q: %w: not base64", o.Metadata.Namespace, o.Metadata.Name, key, ErrMalformed)
+		}
+		pt, err := k.Open(raw, SecretContext(tenant, o.Metadata.Namespace, o.Metadata.Name, key))
+		if err != nil {
+			return nil, fmt.Errorf("secret %s/%s key %q: %w", o.Metadata.Namespace, o.Metadata.Name, key, err)
+		}
+		data[key] = string(pt)
+	}
+	return data, nil
+}

@@ -16,6 +16,9 @@ var (
 	// ErrDecrypt means authentication failed: the value was tampered with or
 	// moved to another secret.
 	ErrDecrypt = errors.New("sealed value failed authentication (tampered, or moved from another secret)")
+	// ErrWrongMasterKey means the master key is not the one the store's
+	// installation was set up with.
+	ErrWrongMasterKey = errors.New("wrong master key")
 	// ErrNotFound means the Secret or the key inside it does not exist.
 	ErrNotFound = errors.New("secret not found")
 )

@@ -3,6 +3,7 @@ package secret
 import (
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -12,6 +13,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -120,8 +122,9 @@ func decodeKey(text string) ([]byte, error) {
 
 // masterKey is one master key with its AES-GCM instance.
 type masterKey struct {
-	id   [keyIDSize]byte
-	aead cipher.AEAD
+	id          [keyIDSize]byte
+	fingerprint [sha256.Size]byte
+	aead        cipher.AEAD
 }
 
 // Keyring holds the master key that seals new values and, optionally,
@@ -164,8 +167,23 @@ func newMasterKey(raw []byte) (masterKey, error) {
 	}
 	m := masterKey{aead: aead}
 	copy(m.id[:], MasterKeyID(raw))
+	mac := hmac.New(sha256.New, raw)
+	mac.Write([]byte(fingerprintLabel))
+	copy(m.fingerprint[:], mac.Sum(nil))
 	return m, nil
 }
+
+// fingerprintLabel is the message a master key's fingerprint is the
+// HMAC-SHA256 of, keyed by the master key: a value derived from the key
+// for this one purpose, which reveals nothing about it and matches no
+// other value derived from it (the key id, the wrapped data keys).
+const fingerprintLabel = "warden.dev/master-key-fingerprint/v1"
+
+// Fingerprint returns the fingerprint of the keyring's primary master key:
+// the HMAC-SHA256, keyed by the master key, of a fixed label. The store
+// keeps it so that a server started with another master key refuses to
+// start (CheckMasterKey).
+func (k *Keyring) Fingerprint() []byte { return slices.Clone(k.primary.fingerprint[:]) }
 
 // MasterKeyID returns the id of a master key: the first 8 bytes of its
 // SHA-256. It identifies the key in sealed values without revealing it.

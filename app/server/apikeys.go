@@ -15,6 +15,7 @@ import (
 	"github.com/warden-dev/warden/app/apierr"
 	"github.com/warden-dev/warden/app/auth"
 	"github.com/warden-dev/warden/app/authz"
+	"github.com/warden-dev/warden/app/listener"
 	"github.com/warden-dev/warden/app/resource"
 	"github.com/warden-dev/warden/app/store"
 )
@@ -446,6 +447,7 @@ func (u *keyUse) note(p auth.Principal, authorization string) {
 	hash := auth.HashAPIKey(secret)
 	go func() {
 		defer func() { <-u.sem }()
+		defer listener.LogPanic(context.Background(), u.s.log, "recording API key use", "")
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		key, err := u.s.store.APIKeyLookup(ctx, hash)

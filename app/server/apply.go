@@ -125,7 +125,7 @@ func (s *Server) handleDiff(c *fiber.Ctx) error {
 	}
 	s.recordBody(c, "diff", docs)
 	p := principal(c)
-	var diags []compile.Diagnostic
+	var diags, refused []compile.Diagnostic
 	for i, d := range docs {
 		resource.Default(d)
 		for _, fe := range resource.Validate(d) {
@@ -136,8 +136,13 @@ func (s *Server) handleDiff(c *fiber.Ctx) error {
 			plural = info.Plural
 		}
 		if err := s.authz.Authorize(c.UserContext(), p, auth.VerbGet, d.Metadata.Namespace, plural); err != nil {
-			diags = append(diags, compile.Diagnostic{Document: i, Kind: d.Kind, Namespace: d.Metadata.Namespace, Name: d.Metadata.Name, Path: "metadata.namespace", Code: resource.ErrCodeForbidden, Message: err.Error()})
+			refused = append(refused, compile.Diagnostic{Document: i, Kind: d.Kind, Namespace: d.Metadata.Namespace, Name: d.Metadata.Name, Path: "metadata.namespace", Code: resource.ErrCodeForbidden, Message: err.Error()})
 		}
+	}
+	if len(refused) > 0 {
+		// Authorization before admission: a refusal is 403, as apply's.
+		return apierr.New(apierr.CodeForbidden, "diff refused: document %d (%s %s): %s", refused[0].Document, refused[0].Kind, refused[0].Name, refused[0].Message).
+			WithDetails(map[string]any{"diagnostics": refused})
 	}
 	if len(diags) > 0 {
 		return apierr.New(apierr.CodeAdmissionRejected, "diff rejected: %d problem(s), first: document %d: %s: %s", len(diags), diags[0].Document, diags[0].Path, diags[0].Message).

@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -14,12 +13,6 @@ import (
 	"github.com/warden-dev/warden/app/server"
 	"github.com/warden-dev/warden/app/store"
 )
-
-// authzWired says the control plane authorizes through app/authz (Casbin)
-// rather than auth.Principal.Authorize (role rank). Cells whose desired
-// outcome (docs/authz.md) differs from the rank check are skipped until it
-// is true; flip it when the server switches.
-const authzWired = true
 
 // matrixRoles are the callers of the matrix: API keys created in the store,
 // each with the role and namespace scope it carries.
@@ -43,8 +36,7 @@ const (
 )
 
 // matrixRow is one endpoint call; allow lists the roles that may make it
-// (docs/authz.md); needsAuthz lists the roles for which today's rank check
-// answers differently.
+// (docs/authz.md).
 type matrixRow struct {
 	name        string
 	method      string
@@ -52,7 +44,6 @@ type matrixRow struct {
 	contentType string
 	body        string
 	allow       []string
-	needsAuthz  []string
 }
 
 var (
@@ -83,12 +74,9 @@ func matrixRows() []matrixRow {
 		{name: "patch toolcall", method: http.MethodPatch, path: ns + "/toolcalls/absent", contentType: "application/json", body: `{"spec":{}}`, allow: nobody},
 		{name: "put approval status", method: http.MethodPut, path: ns + "/approvals/absent/status", contentType: "application/json", body: `{"status":{}}`, allow: nobody},
 		{name: "list rolebindings", method: http.MethodGet, path: ns + "/rolebindings", allow: nsReaders},
-		{name: "apply rolebinding", method: http.MethodPost, path: "/v1/resources/apply", contentType: yaml, body: matrixRoleBinding, allow: nsAdmins,
-			needsAuthz: []string{"editor"}},
-		{name: "patch rolebinding", method: http.MethodPatch, path: ns + "/rolebindings/absent", contentType: "application/json", body: `{"spec":{}}`, allow: nsAdmins,
-			needsAuthz: []string{"editor"}},
-		{name: "delete rolebinding", method: http.MethodDelete, path: ns + "/rolebindings/absent", allow: nsAdmins,
-			needsAuthz: []string{"editor"}},
+		{name: "apply rolebinding", method: http.MethodPost, path: "/v1/resources/apply", contentType: yaml, body: matrixRoleBinding, allow: nsAdmins},
+		{name: "patch rolebinding", method: http.MethodPatch, path: ns + "/rolebindings/absent", contentType: "application/json", body: `{"spec":{}}`, allow: nsAdmins},
+		{name: "delete rolebinding", method: http.MethodDelete, path: ns + "/rolebindings/absent", allow: nsAdmins},
 		{name: "apply secret", method: http.MethodPost, path: "/v1/resources/apply", contentType: yaml, body: matrixSecret, allow: nsWriters},
 		{name: "validate secret", method: http.MethodPost, path: "/v1/resources/validate", contentType: yaml, body: matrixSecret, allow: nsWriters},
 		{name: "diff secret", method: http.MethodPost, path: "/v1/resources/diff", contentType: yaml, body: matrixSecret, allow: nsReaders},
@@ -98,17 +86,16 @@ func matrixRows() []matrixRow {
 		{name: "list namespaces", method: http.MethodGet, path: "/v1/namespaces", allow: tenantWide},
 		{name: "get namespace", method: http.MethodGet, path: "/v1/namespaces/default", allow: tenantWide},
 		{name: "patch namespace", method: http.MethodPatch, path: "/v1/namespaces/default", contentType: "application/merge-patch+json",
-			body: `{"metadata":{"labels":{"matrix":"yes"}}}`, allow: ownersOnly, needsAuthz: []string{"tenant-admin"}},
-		{name: "delete namespace", method: http.MethodDelete, path: "/v1/namespaces/absent", allow: ownersOnly, needsAuthz: []string{"tenant-admin"}},
+			body: `{"metadata":{"labels":{"matrix":"yes"}}}`, allow: ownersOnly},
+		{name: "delete namespace", method: http.MethodDelete, path: "/v1/namespaces/absent", allow: ownersOnly},
 		{name: "put namespace status", method: http.MethodPut, path: "/v1/namespaces/default/status", contentType: "application/json",
-			body: `{"status":{"matrix":"yes"}}`, allow: ownersOnly, needsAuthz: []string{"tenant-admin"}},
+			body: `{"status":{"matrix":"yes"}}`, allow: ownersOnly},
 		{name: "list tenants", method: http.MethodGet, path: "/v1/tenants", allow: tenantWide},
 	}
 }
 
 // TestAuthzMatrix walks every control-plane endpoint × role and checks the
-// outcome: allowed (any status but 403, and for apply, validate and diff no
-// Forbidden diagnostic) or denied.
+// outcome: allowed (any status but 403) or denied (403).
 func TestAuthzMatrix(t *testing.T) {
 	t.Parallel()
 	for name, url := range backends(t) {
@@ -138,9 +125,6 @@ func TestAuthzMatrix(t *testing.T) {
 				t.Run(row.name, func(t *testing.T) {
 					for _, role := range matrixRoles {
 						t.Run(role.name, func(t *testing.T) {
-							if !authzWired && contains(row.needsAuthz, role.name) {
-								t.Skipf("needs the switch to app/authz: %s for %s", row.name, role.name)
-							}
 							status, denied, body := b.matrixCall(t, keys[role.name], row)
 							want := contains(row.allow, role.name)
 							require.Equal(t, !want, denied, "%s %s as %s: status %d, want allowed=%v; body: %s", row.method, row.path, role.name, status, want, body)
@@ -153,8 +137,8 @@ func TestAuthzMatrix(t *testing.T) {
 }
 
 // matrixCall makes the call and reports whether it was refused for
-// authorization: 403, or 422 with a Forbidden diagnostic (apply, validate
-// and diff report per-document scope problems as diagnostics).
+// authorization: 403 Forbidden, apply, validate and diff included (their
+// details.diagnostics name each refused document).
 func (b *bundle) matrixCall(t *testing.T, key string, row matrixRow) (status int, denied bool, body string) {
 	t.Helper()
 	if strings.Contains(row.path, "watch=true") {
@@ -164,22 +148,6 @@ func (b *bundle) matrixCall(t *testing.T, key string, row matrixRow) (status int
 	switch r.status {
 	case http.StatusForbidden:
 		return r.status, true, string(r.body)
-	case http.StatusUnprocessableEntity:
-		var e struct {
-			Error struct {
-				Details struct {
-					Diagnostics []struct {
-						Code string `json:"code"`
-					} `json:"diagnostics"`
-				} `json:"details"`
-			} `json:"error"`
-		}
-		require.NoError(t, json.Unmarshal(r.body, &e), string(r.body))
-		for _, d := range e.Error.Details.Diagnostics {
-			if d.Code == "Forbidden" {
-				return r.status, true, string(r.body)
-			}
-		}
 	}
 	require.NotEqual(t, http.StatusUnauthorized, r.status, "the key must authenticate: %s", r.body)
 	return r.status, false, string(r.body)

@@ -65,6 +65,10 @@ func (s *Server) buildConsole() error {
 	}
 	if s.cfg.Signup {
 		deps.Signup = consoleSignup{s: s, svc: svc}
+		deps.SignupLimiter = oidc.NewLimiter(s.cfg.SignupLimit, s.now)
+	}
+	if s.cfg.OIDC != nil {
+		deps.SecureCookies = s.cfg.OIDC.CookieSecure
 	}
 	cs, err := web.New(deps)
 	if err != nil {

@@ -273,10 +273,13 @@ func TestConsoleSignup(t *testing.T) {
 	b := consoleSetup(t, withOIDC(true))
 	r := b.page(t, http.MethodGet, "/signin", "", nil, nil)
 	require.Contains(t, string(r.body), `href="/signup"`)
-	r = b.page(t, http.MethodPost, "/signup", "", url.Values{"organization": {"Acme"}, "tenant": {"acme"}, "name": {"Ada"}, "email": {"ada@acme.example"}}, nil)
+	cookie, token := signupToken(t, b)
+	form := url.Values{"organization": {"Acme"}, "tenant": {"acme"}, "name": {"Ada"}, "email": {"ada@acme.example"}, oidc.CSRFField: {token}}
+	formCookie := map[string]string{"Cookie": web.FormCookie + "=" + cookie}
+	r = b.page(t, http.MethodPost, "/signup", "", form, formCookie)
 	require.Equal(t, http.StatusSeeOther, r.status, string(r.body))
 	require.Equal(t, "/signin?welcome=1&tenant=acme", r.header.Get("Location"))
-	r = b.page(t, http.MethodPost, "/signup", "", url.Values{"organization": {"Acme"}, "tenant": {"acme"}, "name": {"Ada"}, "email": {"ada@acme.example"}}, nil)
+	r = b.page(t, http.MethodPost, "/signup", "", form, formCookie)
 	require.Equal(t, http.StatusUnprocessableEntity, r.status)
 	require.Contains(t, string(r.body), "is taken")
 }

@@ -2,8 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"net/http"
 	"strings"
@@ -13,13 +11,14 @@ import (
 	"github.com/warden-dev/warden/app/apierr"
 	"github.com/warden-dev/warden/app/audit"
 	"github.com/warden-dev/warden/app/auth"
+	"github.com/warden-dev/warden/app/listener"
 	"github.com/warden-dev/warden/app/oidc"
 	"github.com/warden-dev/warden/app/store"
 )
 
 // Keys of per-request values kept in fiber locals.
 const (
-	localRequestID = "warden.requestID"
+	localRequestID = listener.LocalRequestID
 	localPrincipal = "warden.principal"
 	localAudit     = "warden.audit"
 )
@@ -45,24 +44,13 @@ func limitBody(c *fiber.Ctx) error {
 	return c.Next()
 }
 
-func (s *Server) requestID(c *fiber.Ctx) error {
-	id := c.Get("X-Request-Id")
-	if id == "" || len(id) > 64 {
-		b := make([]byte, 8)
-		_, _ = rand.Read(b)
-		id = hex.EncodeToString(b)
-	}
-	c.Locals(localRequestID, id)
-	c.Set("X-Request-Id", id)
-	return c.Next()
-}
-
 // authenticate resolves the caller; nothing under /v1 runs without one.
 func (s *Server) authenticate(c *fiber.Ctx) error {
 	if s.oidc != nil && c.Get(fiber.HeaderAuthorization) == "" && c.Cookies(oidc.SessionCookie) != "" {
 		return s.authenticateSession(c)
 	}
-	p, err := s.authn.Authenticate(c.UserContext(), c.Get(fiber.HeaderAuthorization))
+	want := strings.Clone(c.Get(auth.HeaderTenant))
+	p, err := s.authn.Authenticate(auth.WithRequestedTenant(c.UserContext(), want), c.Get(fiber.HeaderAuthorization))
 	if err != nil {
 		if errors.Is(err, auth.ErrUnauthenticated) {
 			s.log.InfoContext(c.UserContext(), "unauthenticated request", "method", c.Method(), "path", c.Path(), "reason", err.Error(), "requestId", c.Locals(localRequestID))
@@ -70,6 +58,9 @@ func (s *Server) authenticate(c *fiber.Ctx) error {
 			return apierr.New(apierr.CodeUnauthenticated, "a valid credential is required: send Authorization: Bearer <api key or token>")
 		}
 		return err
+	}
+	if want != "" && p.Tenant != want {
+		return apierr.New(apierr.CodeForbidden, "%s does not act in tenant %q (%s)", p.Subject, want, auth.HeaderTenant)
 	}
 	c.Locals(localPrincipal, p)
 	s.noteAPIKeyUse(p, c.Get(fiber.HeaderAuthorization))
@@ -168,10 +159,12 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 		case errors.Is(err, context.DeadlineExceeded):
 			e = apierr.New(apierr.CodeTimeout, "the request timed out")
 		default:
-			s.log.ErrorContext(c.UserContext(), "internal error", "err", err, "method", c.Method(), "path", c.Path(), "requestId", c.Locals(localRequestID))
-			e = apierr.New(apierr.CodeInternal, "internal error (request id %v)", c.Locals(localRequestID))
+			id := listener.RequestIDOf(c)
+			s.log.ErrorContext(c.UserContext(), "internal error", "err", err, "method", c.Method(), "path", c.Path(), "requestId", id)
+			e = listener.InternalError(id)
 		}
 	}
+	e = listener.NameRequest(e, listener.RequestIDOf(c))
 	return c.Status(e.Status()).JSON(apierr.Body{Error: e})
 }
 

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/warden-dev/warden/app/apierr"
 	"github.com/warden-dev/warden/app/auth"
 	"github.com/warden-dev/warden/app/resource"
+	"github.com/warden-dev/warden/app/secret"
 	"github.com/warden-dev/warden/app/store"
 )
 
@@ -43,7 +45,9 @@ func resolveTarget(c *fiber.Ctx) (target, error) {
 	if !info.Namespaced && ns != "" {
 		return target{}, notFound("%s are tenant-scoped: use /v1/%s", info.Plural, info.Plural)
 	}
-	return target{info: info, ns: ns, name: c.Params("name")}, nil
+	// Path parameters point into a buffer Fiber reuses after the handler;
+	// what reaches the store, the bus and the log is a copy.
+	return target{info: info, ns: strings.Clone(ns), name: strings.Clone(c.Params("name"))}, nil
 }
 
 // authorize checks the verb on the target's kind through the Authorizer and
@@ -139,7 +143,9 @@ func parseSelector(c *fiber.Ctx, kind string) (*resource.Selector, error) {
 	var parts []string
 	for _, q := range []string{"labelSelector", "selector", "fieldSelector"} {
 		if v := strings.TrimSpace(c.Query(q)); v != "" {
-			parts = append(parts, v)
+			// A watch keeps its selector after the handler returns,
+			// when Fiber reuses the query's buffer.
+			parts = append(parts, strings.Clone(v))
 		}
 	}
 	for q, field := range listFilters[kind] {
@@ -147,7 +153,7 @@ func parseSelector(c *fiber.Ctx, kind string) (*resource.Selector, error) {
 			if strings.ContainsAny(v, ",=!()") {
 				return nil, badRequest("filter %s=%q: the value must be a plain name", q, v)
 			}
-			parts = append(parts, field+"="+v)
+			parts = append(parts, field+"="+v) // a new string
 		}
 	}
 	sel, err := resource.ParseSelector(strings.Join(parts, ","))
@@ -226,6 +232,14 @@ func (s *Server) handlePatch(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	if current.Kind == resource.KindSecret {
+		// The stored Secret holds sealed values, which apply refuses from
+		// a client: patch its values in the clear, as apply takes them,
+		// and let apply seal them again.
+		if current, err = s.openSecret(p.Tenant, current); err != nil {
+			return err
+		}
+	}
 	next, err := mergePatch(current, patch)
 	if err != nil {
 		return err
@@ -238,6 +252,20 @@ func (s *Server) handlePatch(c *fiber.Ctx) error {
 		return err
 	}
 	return c.JSON(present(updated))
+}
+
+// openSecret returns a copy of a stored Secret whose spec holds its values
+// in spec.data instead of spec.sealed and spec.keys.
+func (s *Server) openSecret(tenant string, o *resource.Object) (*resource.Object, error) {
+	data, err := secret.OpenSecretData(s.cfg.Keyring, tenant, o)
+	if err != nil {
+		return nil, fmt.Errorf("open secret for patch: %w", err)
+	}
+	open := o.DeepCopy()
+	delete(open.Spec, secret.FieldSealed)
+	delete(open.Spec, secret.FieldKeys)
+	open.Spec[secret.FieldData] = data
+	return open, nil
 }
 
 func mergePatch(current *resource.Object, patch map[string]any) (*resource.Object, error) {

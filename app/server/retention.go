@@ -26,20 +26,31 @@ const DefaultChangeHistory = 100_000
 // for long.
 const retainEvery = 10 * time.Second
 
-// retain compacts every tenant's change log to keep entries (none when
-// keep is negative) and sweeps the tool gateway's claims and counters,
-// every retainEvery until ctx ends. Replicas sharing a store may all do
-// it: a compaction takes the tenant's lock and moves the floor only up, and
-// a sweep deletes only what no call can use.
-func (s *Server) retain(ctx context.Context, keep int) {
-	every(ctx, retainEvery, func() {
-		if keep > 0 {
-			if err := CompactChanges(ctx, s.store, keep); err != nil && ctx.Err() == nil {
-				s.log.WarnContext(ctx, "compact change logs", "err", err)
-			}
+// Retain compacts every tenant's change log to Config.ChangeHistory
+// entries (none when it is negative) and sweeps the tool gateway's claims
+// and counters. It is the once-per-cluster retention job's work
+// (jobs.Cluster). Two replicas running it at once do no harm: a compaction
+// takes the tenant's lock and moves the floor only up, and a sweep deletes
+// only what no call can use.
+func (s *Server) Retain(ctx context.Context) error {
+	var errs []error
+	if keep := s.cfg.ChangeHistory; keep > 0 {
+		if err := CompactChanges(ctx, s.store, keep); err != nil {
+			errs = append(errs, fmt.Errorf("compact change logs: %w", err))
 		}
-		if err := SweepGateway(ctx, s.store, s.cfg.Now()); err != nil && ctx.Err() == nil {
-			s.log.WarnContext(ctx, "sweep idempotency claims and usage counters", "err", err)
+	}
+	if err := SweepGateway(ctx, s.store, s.cfg.Now()); err != nil {
+		errs = append(errs, fmt.Errorf("sweep idempotency claims and usage counters: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// retain runs Retain every retainEvery until ctx ends: the single server's
+// loop when there is no Config.Cluster.
+func (s *Server) retain(ctx context.Context) {
+	every(ctx, retainEvery, func() {
+		if err := s.Retain(ctx); err != nil && ctx.Err() == nil {
+			s.log.WarnContext(ctx, "retention", "err", err)
 		}
 	})
 }

@@ -25,7 +25,7 @@ func newRouter(cfg Config, issuer *workload.Issuer, people *oidc.Handler, polici
 	}
 	rt, err := router.New(router.Config{
 		Store: cfg.Store, Policies: policies, Authn: auth.NewAuthenticator(cfg.Store, cfg.Now, verifiers...), Authz: az,
-		Secrets: secret.NewBroker(cfg.Keyring), Bus: bus, Tracer: cfg.Tracer, Logger: cfg.Logger, Now: cfg.Now,
+		Secrets: secret.NewBroker(cfg.Keyring), Bus: bus, Tracer: cfg.Tracer, Logger: cfg.Logger, Now: cfg.Now, Timeouts: cfg.Timeouts,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("model router: %w", err)
@@ -36,14 +36,10 @@ func newRouter(cfg Config, issuer *workload.Issuer, people *oidc.Handler, polici
 // Router returns the model router, nil when it is off.
 func (s *Server) Router() *router.Router { return s.router }
 
-// serveRouter serves the model router on Config.RouterAddr until ctx
-// ends or the returned stop is called; stop waits for its requests to
-// finish and its records to be written.
-func (s *Server) serveRouter(ctx context.Context, tlsCfg *tls.Config) (stop func(), err error) {
-	ln, err := net.Listen("tcp", s.cfg.RouterAddr)
-	if err != nil {
-		return nil, fmt.Errorf("listen on %s: %w", s.cfg.RouterAddr, err)
-	}
+// serveRouter serves the model router on ln until ctx ends or the
+// returned stop is called; stop waits for its requests to finish and its
+// records to be written.
+func (s *Server) serveRouter(ctx context.Context, ln net.Listener, tlsCfg *tls.Config) (stop func()) {
 	if tlsCfg != nil {
 		ln = tls.NewListener(ln, tlsCfg)
 	}
@@ -60,5 +56,5 @@ func (s *Server) serveRouter(ctx context.Context, tlsCfg *tls.Config) (stop func
 		cancel()
 		<-done
 		s.router.Close()
-	}, nil
+	}
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/warden-dev/warden/app/listener"
 	"github.com/warden-dev/warden/app/resource"
 	"github.com/warden-dev/warden/app/workload"
 )
@@ -11,7 +12,7 @@ import (
 const methodWatch = "WATCH"
 
 func (s *Server) routes() *fiber.App {
-	app := fiber.New(fiber.Config{
+	app := fiber.New(s.cfg.Timeouts.FiberConfig(fiber.Config{
 		AppName: "warden",
 		// The transport's hard cap sits above MaxBodyBytes so that a body a
 		// little over the limit is read and answered with a clean 413 in the
@@ -21,10 +22,13 @@ func (s *Server) routes() *fiber.App {
 		ErrorHandler:          s.errorHandler,
 		JSONEncoder:           resource.MarshalValue,
 		RequestMethods:        append(append([]string{}, fiber.DefaultMethods...), methodWatch),
-		// Streams (watch) must not be cut by a write deadline.
-		ReadTimeout: 0,
-	})
-	app.Use(s.requestID, limitBody)
+		// Timeouts (listener.Timeouts) bound reading a request only: no
+		// write deadline is set, so a watch stream and a long-poll last
+		// as long as they need.
+	}))
+	s.cfg.Timeouts.Harden(app)
+	app.Use(listener.RequestID, listener.Recover(s.log), limitBody)
+	app.Use("/v1", listener.APIHeaders)
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.SendString("ok") })
 	// Public: every service verifies workload tokens with these keys, and
 	// agents exchange their credential (in the body) for a token.
@@ -42,6 +46,7 @@ func (s *Server) routes() *fiber.App {
 	v1.Get("/audit/verify", s.handleAuditVerify)
 	s.apikeyRoutes(v1)
 	s.approvalRoutes(v1)
+	s.agbomRoutes(v1)
 
 	v1.Get("/namespaces/:ns/:plural", s.handleList)
 	v1.Get("/namespaces/:ns/:plural/:name", s.handleGet)

@@ -18,12 +18,14 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/warden-dev/warden/app/adapter"
+	"github.com/warden-dev/warden/app/agbom"
 	"github.com/warden-dev/warden/app/apply"
 	"github.com/warden-dev/warden/app/auth"
 	"github.com/warden-dev/warden/app/authz"
 	"github.com/warden-dev/warden/app/compile"
 	"github.com/warden-dev/warden/app/events"
 	"github.com/warden-dev/warden/app/gateway"
+	"github.com/warden-dev/warden/app/listener"
 	"github.com/warden-dev/warden/app/oidc"
 	"github.com/warden-dev/warden/app/policy"
 	"github.com/warden-dev/warden/app/resource"
@@ -32,6 +34,7 @@ import (
 	"github.com/warden-dev/warden/app/store"
 	"github.com/warden-dev/warden/app/watch"
 	"github.com/warden-dev/warden/app/workload"
+	"github.com/warden-dev/warden/jobs"
 	"github.com/warden-dev/warden/web"
 )
 
@@ -55,9 +58,11 @@ type Config struct {
 	// AllowPlaintext lets a listener off loopback serve without TLS. Without
 	// it the server refuses to start there.
 	AllowPlaintext bool
-	// Keyring seals Secret values and workload signing keys. nil means an
-	// ephemeral random master key (tests): secrets then do not survive a
-	// restart, and a warning is logged.
+	// Keyring seals Secret values and workload signing keys. New refuses
+	// one whose master key is not the store's installation's
+	// (secret.CheckMasterKey). nil means an ephemeral random master key
+	// (tests): secrets then do not survive a restart, and a warning is
+	// logged.
 	Keyring *secret.Keyring
 	// PublicURL is the control plane's externally visible base URL, the
 	// issuer of workload tokens; default http://<ControlAddr>.
@@ -74,6 +79,9 @@ type Config struct {
 	OIDC *oidc.Config
 	// Signup enables self-service tenant sign-up in the console (SaaS).
 	Signup bool
+	// SignupLimit is how many sign-ups one client IP may post per
+	// window (default DefaultSignupsPerHour an hour).
+	SignupLimit oidc.RateLimit
 	// ChangeHistory is how many change-log entries each tenant keeps
 	// (compacted every 10 seconds); zero means DefaultChangeHistory, a negative
 	// number keeps them all.
@@ -86,15 +94,25 @@ type Config struct {
 	Sandbox gateway.OSRunner
 	// Guardians calls external Guardian Agents over AOS.
 	Guardians gateway.Guardian
+	// AgBOMQueue runs the AgBOM refresh of every AgentCompiled as a
+	// durable job (jobs.AgBOMs); nil refreshes in-process.
+	AgBOMQueue agbom.Queue
 	// Queue runs approval resumption and expiry as durable jobs; nil runs
 	// resumption in-process.
 	Queue gateway.Queue
+	// Cluster runs key rotation, retention and the approval sweep once
+	// per cluster, as River periodic jobs that New binds to this server;
+	// nil runs rotation and retention on this server's own timers.
+	Cluster *jobs.Cluster
 	// Tracer receives one trace per tool call; nil means none.
 	Tracer trace.TracerProvider
 	// RouterAddr is the model router listener (port 8083); "" serves no
 	// router.
 	RouterAddr string
-	Now        func() time.Time
+	// Timeouts bound how long a client may take to send a request on
+	// every listener (zero fields: listener's defaults).
+	Timeouts listener.Timeouts
+	Now      func() time.Time
 }
 
 // WithDefaults returns a copy of c with defaults filled in.
@@ -114,6 +132,9 @@ func (c Config) WithDefaults() Config {
 	if c.BookmarkInterval <= 0 {
 		c.BookmarkInterval = 15 * time.Second
 	}
+	if c.SignupLimit.Attempts <= 0 || c.SignupLimit.Window <= 0 {
+		c.SignupLimit = oidc.RateLimit{Attempts: DefaultSignupsPerHour, Window: time.Hour}
+	}
 	if c.ChangeHistory == 0 {
 		c.ChangeHistory = DefaultChangeHistory
 	}
@@ -130,6 +151,10 @@ func (c Config) WithDefaults() Config {
 	}
 	return c
 }
+
+// DefaultSignupsPerHour is how many sign-ups one client IP may post an
+// hour unless Config.SignupLimit says otherwise.
+const DefaultSignupsPerHour = 5
 
 // Validate reports configuration errors, naming the field.
 func (c Config) Validate() error {
@@ -212,6 +237,10 @@ type Server struct {
 	gateway *gateway.Gateway
 	// router is the model router; nil without RouterAddr.
 	router *router.Router
+	// agbom serves and regenerates AgBOMs; stopAgBOM ends its event
+	// subscription.
+	agbom     *agbom.Service
+	stopAgBOM func()
 	// base ends streams when the server shuts down.
 	base   context.Context
 	cancel context.CancelFunc
@@ -222,6 +251,11 @@ func New(cfg Config) (*Server, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if cfg.Keyring != nil {
+		if err := checkMasterKey(cfg); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.Keyring == nil {
 		kr, err := ephemeralKeyring()
@@ -285,6 +319,7 @@ func New(cfg Config) (*Server, error) {
 			Store: cfg.Store, Policies: policies, Authn: auth.NewAuthenticator(cfg.Store, cfg.Now, gwVerifiers...), Authz: az,
 			Secrets: secret.NewBroker(cfg.Keyring), OS: cfg.Sandbox, Guardians: cfg.Guardians, Queue: cfg.Queue, Bus: bus,
 			Tracer: cfg.Tracer, URL: cfg.Compile.ToolGatewayURL, Logger: cfg.Logger, Now: cfg.Now,
+			Timeouts: cfg.Timeouts,
 		})
 		if err != nil {
 			cancel()
@@ -302,6 +337,11 @@ func New(cfg Config) (*Server, error) {
 		cancel()
 		return nil, err
 	}
+	if s.agbom, err = agbom.New(agbom.Config{Store: cfg.Store, Bus: bus, Logger: cfg.Logger, Now: cfg.Now}); err != nil {
+		cancel()
+		return nil, fmt.Errorf("agbom: %w", err)
+	}
+	s.stopAgBOM = s.agbom.Watch(bus, cfg.AgBOMQueue)
 	// Grants change with RoleBindings and the Tenant record: drop the
 	// tenant's cached decisions whenever one is applied.
 	bus.Subscribe(func(ev events.Event) {
@@ -310,6 +350,9 @@ func New(cfg Config) (*Server, error) {
 		}
 	})
 	s.app = s.routes()
+	if cfg.Cluster != nil {
+		cfg.Cluster.Bind(s)
+	}
 	return s, nil
 }
 
@@ -350,8 +393,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 func (s *Server) serveControl(ctx context.Context, ln net.Listener) error {
 	errc := make(chan error, 1)
 	go func() { errc <- s.app.Listener(ln) }()
-	go s.rotateSigningKeys(s.base)
-	go s.retain(s.base, s.cfg.ChangeHistory)
+	s.background(s.base)
 	select {
 	case err := <-errc:
 		s.stopBackground()
@@ -372,6 +414,7 @@ func (s *Server) serveControl(ctx context.Context, ln net.Listener) error {
 func (s *Server) stopBackground() {
 	s.cancel()
 	s.hub.Close()
+	s.stopAgBOM()
 }
 
 // closeGateway stops the gateway's background work once no request can
@@ -397,39 +440,24 @@ func Run(ctx context.Context, cfg Config) error {
 // ListenAndServe listens on the configured addresses and serves until ctx
 // is cancelled.
 func (s *Server) ListenAndServe(ctx context.Context) error {
-	tlsCfg, err := s.cfg.TLSConfig()
+	if _, err := s.cfg.TLSConfig(); err != nil {
+		return err
+	}
+	gatewayAddr := s.cfg.GatewayAddr
+	if s.gateway == nil {
+		gatewayAddr = GatewayOff
+	}
+	ls, err := Listen(s.cfg.ControlAddr, gatewayAddr)
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", s.cfg.ControlAddr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", s.cfg.ControlAddr, err)
-	}
-	if tlsCfg != nil {
-		ln = tls.NewListener(ln, tlsCfg)
-	}
-	s.log.InfoContext(ctx, "control plane listening", "addr", ln.Addr().String(), "tls", tlsCfg != nil)
 	if s.router != nil {
-		stop, err := s.serveRouter(ctx, tlsCfg)
-		if err != nil {
-			_ = ln.Close()
+		if err := ls.ListenRouter(s.cfg.RouterAddr); err != nil {
+			ls.Close()
 			return err
 		}
-		defer stop()
 	}
-	if s.gateway == nil {
-		return s.Serve(ctx, ln)
-	}
-	gln, err := net.Listen("tcp", s.cfg.GatewayAddr)
-	if err != nil {
-		_ = ln.Close()
-		return fmt.Errorf("listen on %s: %w", s.cfg.GatewayAddr, err)
-	}
-	if tlsCfg != nil {
-		gln = tls.NewListener(gln, tlsCfg)
-	}
-	s.log.InfoContext(ctx, "tool gateway listening", "addr", gln.Addr().String(), "tls", tlsCfg != nil)
-	return s.ServeAll(ctx, ln, gln)
+	return s.ServeListeners(ctx, ls)
 }
 
 // ServeAll serves the control plane on ln and the tool gateway on gln until

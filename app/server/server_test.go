@@ -294,7 +294,7 @@ spec:
   tools:
   - name: no.such_tool
 `, 422, "AdmissionRejected", "spec.tools[0].name"},
-				{"system-only kind", "apiVersion: warden.dev/v1alpha1\nkind: ToolCall\nmetadata:\n  name: forged\nspec: {}\n", 422, "AdmissionRejected", "kind"},
+				{"system-only kind", "apiVersion: warden.dev/v1alpha1\nkind: ToolCall\nmetadata:\n  name: forged\nspec: {}\n", 403, "Forbidden", "kind"},
 				{"empty body", "", 400, "InvalidRequest", ""},
 			}
 			for _, tc := range cases {

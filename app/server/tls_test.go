@@ -84,22 +84,26 @@ func TestServesTLS(t *testing.T) {
 	require.NoError(t, err)
 	defer st.Close()
 	certFile, keyFile, pool := selfSigned(t)
-	ln := listen(t)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-
+	// Both listeners on ports the system picks: nothing fixed to collide
+	// with another test or a running Warden.
+	ls, err := server.Listen("127.0.0.1:0", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv, err := server.New(server.Config{Store: st, ControlAddr: ls.Control.Addr().String(), GatewayAddr: ls.Gateway.Addr().String(),
+		TLSCertFile: certFile, TLSKeyFile: keyFile})
+	require.NoError(t, err)
 	done := make(chan error, 1)
-	go func() {
-		done <- server.Run(ctx, server.Config{Store: st, ControlAddr: addr, TLSCertFile: certFile, TLSKeyFile: keyFile})
-	}()
+	go func() { done <- srv.ServeListeners(ctx, ls) }()
+
 	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
-	var res *http.Response
-	require.Eventually(t, func() bool {
-		res, err = hc.Get("https://" + addr + "/healthz")
-		return err == nil
-	}, 10*time.Second, 20*time.Millisecond)
-	require.Equal(t, http.StatusOK, res.StatusCode)
-	res.Body.Close()
+	// The listeners are bound: the first request is served, no retrying.
+	for _, ln := range []net.Listener{ls.Control, ls.Gateway} {
+		res, err := hc.Get("https://" + ln.Addr().String() + "/healthz")
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, res.StatusCode)
+		require.NoError(t, res.Body.Close())
+		_, err = http.Get("http://" + ln.Addr().String() + "/healthz")
+		require.Error(t, err, "plaintext is not served next to TLS")
+	}
 
 	cancel()
 	require.NoError(t, <-done)

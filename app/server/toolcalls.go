@@ -84,8 +84,10 @@ func (s *Server) handleDecide(override bool) fiber.Handler {
 			return err
 		}
 		p := principal(c)
-		name := c.Params("id")
-		ns := c.Params("ns")
+		// The decision may resume the call in a goroutine that outlives
+		// the handler and Fiber's buffers.
+		name := strings.Clone(c.Params("id"))
+		ns := strings.Clone(c.Params("ns"))
 		if ns == "" {
 			var err error
 			if ns, err = s.findApproval(c, p, name); err != nil {

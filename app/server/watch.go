@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/warden-dev/warden/app/auth"
 	"github.com/warden-dev/warden/app/authz"
+	"github.com/warden-dev/warden/app/listener"
 	"github.com/warden-dev/warden/app/resource"
 	"github.com/warden-dev/warden/app/watch"
 )
@@ -36,7 +38,8 @@ func (s *Server) handleWatch(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	from := c.Query("resourceVersion")
+	// The stream outlives the handler, and Fiber's buffers with it.
+	from := strings.Clone(c.Query("resourceVersion"))
 	// Check the resume point before the stream starts, so a stale one
 	// answers 410 Gone with the documented body instead of a broken stream.
 	if from != "" {
@@ -58,7 +61,9 @@ func (s *Server) handleWatch(c *fiber.Ctx) error {
 	ctx, cancel := context.WithCancel(s.base)
 	tenant := p.Tenant
 	interval := s.cfg.BookmarkInterval
+	id := listener.RequestIDOf(c)
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
+		defer listener.LogPanic(ctx, s.log, "watch stream", id)
 		defer cancel()
 		s.streamWatch(ctx, cancel, w, tenant, sel, from, scoped, interval)
 	})

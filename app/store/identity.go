@@ -46,6 +46,23 @@ type IdentityStore interface {
 	// SigningKeyRetire stops a key from signing at t; it still verifies
 	// until VerifyUntil.
 	SigningKeyRetire(ctx context.Context, id string, t, verifyUntil time.Time) error
+	// SigningKeyRotate makes k the one active key in one transaction:
+	// it retires every key not yet retired at k.CreatedAt, verifying until
+	// verifyUntil, and inserts k, provided the keys not yet retired are
+	// exactly those named by active (none when active is empty). Otherwise
+	// it changes nothing and returns ErrConflict: another replica rotated
+	// first. Rotations are serialized, so replicas rotating at once never
+	// leave zero or two active keys.
+	SigningKeyRotate(ctx context.Context, k SigningKey, active []string, verifyUntil time.Time) error
+
+	// MasterKeyFingerprint returns the fingerprint of the master key the
+	// installation was set up with (secret.Keyring.Fingerprint, never the
+	// key); ErrNotFound when none is stored yet.
+	MasterKeyFingerprint(ctx context.Context) ([]byte, error)
+	// MasterKeyFingerprintSwap stores fingerprint next when the stored one
+	// is old (when none is stored, for a nil old), and returns ErrConflict
+	// otherwise, changing nothing.
+	MasterKeyFingerprintSwap(ctx context.Context, old, next []byte) error
 }
 
 // MemberTx manages a tenant's people inside a tenant transaction.

@@ -114,3 +114,26 @@ func CheckRetire(id string, t, verifyUntil time.Time) error {
 	}
 	return nil
 }
+
+// SameKeySet reports whether the signing key ids of a and b are the same
+// set, whatever their order: the precondition of SigningKeyRotate.
+func SameKeySet(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	seen := make(map[string]int, len(a))
+	for _, id := range a {
+		seen[id]++
+	}
+	for _, id := range b {
+		if seen[id] == 0 {
+			return false
+		}
+		seen[id]--
+	}
+	return true
+}
+
+// MetaMasterKeyFingerprint names the master key's fingerprint in the
+// installation's metadata (warden_meta).
+const MetaMasterKeyFingerprint = "master_key_fingerprint"

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -68,8 +69,7 @@ type IssueParams struct {
 // SigningKeyStore is the part of store.IdentityStore the issuer uses.
 type SigningKeyStore interface {
 	SigningKeyList(ctx context.Context) ([]store.SigningKey, error)
-	SigningKeyInsert(ctx context.Context, k store.SigningKey) error
-	SigningKeyRetire(ctx context.Context, id string, t, verifyUntil time.Time) error
+	SigningKeyRotate(ctx context.Context, k store.SigningKey, active []string, verifyUntil time.Time) error
 }
 
 // Options configure an Issuer.
@@ -208,6 +208,12 @@ func (i *Issuer) Refresh(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("workload: list signing keys: %w", err)
 	}
+	return i.load(list)
+}
+
+// load makes list (the store's keys) the issuer's keys.
+func (i *Issuer) load(list []store.SigningKey) error {
+	list = slices.Clone(list)
 	now := i.now()
 	keys := make(map[string]*signingKey, len(list))
 	var active *signingKey
@@ -247,50 +253,71 @@ func (i *Issuer) Refresh(ctx context.Context) error {
 
 // Rotate adds a new active signing key and retires every other active key:
 // they stop signing now and keep verifying for VerifyWindow, longer than
-// any token they signed lives, so rotation never breaks a live token.
+// any token they signed lives, so rotation never breaks a live token. The
+// store does both in one transaction, on condition that the active keys
+// are still those Rotate read: when another replica rotated in between,
+// Rotate changes nothing and adopts that replica's key instead, so
+// replicas rotating at once leave exactly one active key.
 func (i *Issuer) Rotate(ctx context.Context) error {
+	_, err := i.rotate(ctx, nil)
+	return err
+}
+
+// rotate rotates, unless due is set and answers false for the active key
+// (nil when there is none this keyring can open), and reports whether this
+// call rotated.
+func (i *Issuer) rotate(ctx context.Context, due func(active *signingKey) bool) (bool, error) {
+	list, err := i.st.SigningKeyList(ctx)
+	if err != nil {
+		return false, fmt.Errorf("workload: list signing keys: %w", err)
+	}
+	var active []string
+	for _, k := range list {
+		if k.RetiredAt == nil {
+			active = append(active, k.ID)
+		}
+	}
+	if due != nil {
+		if err := i.load(list); err != nil {
+			return false, err
+		}
+		i.mu.RLock()
+		a := i.active
+		i.mu.RUnlock()
+		if !due(a) {
+			return false, nil
+		}
+	}
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
-		return fmt.Errorf("workload: generate signing key: %w", err)
+		return false, fmt.Errorf("workload: generate signing key: %w", err)
 	}
 	id := KeyID(pub)
 	sealed, err := i.keyring.Seal(priv.Seed(), privateContext(id))
 	if err != nil {
-		return fmt.Errorf("workload: seal signing key: %w", err)
+		return false, fmt.Errorf("workload: seal signing key: %w", err)
 	}
 	now := i.now()
-	if err := i.st.SigningKeyInsert(ctx, store.SigningKey{ID: id, PublicKey: pub, PrivateKeyEncrypted: sealed, CreatedAt: now}); err != nil {
-		return fmt.Errorf("workload: store signing key: %w", err)
+	err = i.st.SigningKeyRotate(ctx, store.SigningKey{ID: id, PublicKey: pub, PrivateKeyEncrypted: sealed, CreatedAt: now},
+		active, now.Add(i.opts.VerifyWindow))
+	rotated := err == nil
+	if errors.Is(err, store.ErrConflict) {
+		err = nil // another replica rotated first: use its key
 	}
-	list, err := i.st.SigningKeyList(ctx)
 	if err != nil {
-		return fmt.Errorf("workload: list signing keys: %w", err)
+		return false, fmt.Errorf("workload: rotate signing key: %w", err)
 	}
-	until := now.Add(i.opts.VerifyWindow)
-	for _, k := range list {
-		if k.ID == id || k.RetiredAt != nil {
-			continue
-		}
-		if err := i.st.SigningKeyRetire(ctx, k.ID, now, until); err != nil {
-			return fmt.Errorf("workload: retire signing key %s: %w", k.ID, err)
-		}
-	}
-	return i.Refresh(ctx)
+	return rotated, i.Refresh(ctx)
 }
 
-// RotateIfDue rotates when the active key is older than KeyMaxAge, and
-// reports whether it did. Call it from a periodic job on one replica.
+// RotateIfDue rotates when the active key is older than KeyMaxAge (or
+// there is none this keyring can open), and reports whether it did. Every
+// replica may call it at once: the rotation's precondition lets one of
+// them rotate; the server runs it as a once-per-cluster job besides.
 func (i *Issuer) RotateIfDue(ctx context.Context) (bool, error) {
-	if err := i.Refresh(ctx); err != nil {
-		return false, err
-	}
-	i.mu.RLock()
-	a := i.active
-	i.mu.RUnlock()
-	if a != nil && i.now().Sub(a.createdAt) < i.opts.KeyMaxAge {
-		return false, nil
-	}
-	return true, i.Rotate(ctx)
+	return i.rotate(ctx, func(a *signingKey) bool {
+		return a == nil || i.now().Sub(a.createdAt) >= i.opts.KeyMaxAge
+	})
 }
 
 // KeyID returns the kid of an Ed25519 public key: its RFC 7638 JWK

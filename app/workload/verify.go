@@ -189,5 +189,7 @@ func (t *tokenCache) put(token string, c Claims, until, now time.Time) {
 			clear(t.entries)
 		}
 	}
-	t.entries[token] = cacheEntry{claims: c, until: until}
+	// The token may point into a request buffer that is reused once the
+	// request is answered: the map keeps a copy of its own.
+	t.entries[strings.Clone(token)] = cacheEntry{claims: c, until: until}
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/warden-dev/warden/app/auth"
@@ -38,28 +39,28 @@ func (m *memKeys) SigningKeyList(context.Context) ([]store.SigningKey, error) {
 	return out, nil
 }
 
-func (m *memKeys) SigningKeyInsert(_ context.Context, k store.SigningKey) error {
+func (m *memKeys) SigningKeyRotate(_ context.Context, k store.SigningKey, active []string, until time.Time) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	var current []string
 	for _, e := range m.keys {
 		if e.ID == k.ID {
 			return store.ErrAlreadyExists
 		}
+		if e.RetiredAt == nil {
+			current = append(current, e.ID)
+		}
+	}
+	if !store.SameKeySet(current, active) {
+		return store.ErrConflict
+	}
+	for i := range m.keys {
+		if m.keys[i].RetiredAt == nil {
+			m.keys[i].RetiredAt, m.keys[i].VerifyUntil = &k.CreatedAt, &until
+		}
 	}
 	m.keys = append(m.keys, k)
 	return nil
-}
-
-func (m *memKeys) SigningKeyRetire(_ context.Context, id string, t, until time.Time) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for i := range m.keys {
-		if m.keys[i].ID == id {
-			m.keys[i].RetiredAt, m.keys[i].VerifyUntil = &t, &until
-			return nil
-		}
-	}
-	return store.ErrNotFound
 }
 
 // clock is a settable test clock.
@@ -447,4 +448,58 @@ func BenchmarkVerify(b *testing.B) {
 	}
 	b.Run("signature", func(b *testing.B) { run(b, NewVerifier(bb.issuer, AudienceToolGateway, bb.clock.Now), true) })
 	b.Run("cached", func(b *testing.B) { run(b, NewVerifier(bb.issuer, AudienceToolGateway, bb.clock.Now), false) })
+}
+
+// Two replicas whose rotations fall due at the same moment rotate once:
+// after every round exactly one key is active, and every token either
+// issued verifies on both.
+func TestReplicasRotatingAtOnceLeaveOneActiveKey(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	other, err := NewIssuer(t.Context(), b.keys, b.keyring, b.clock.Now, Options{})
+	require.NoError(t, err)
+	replicas := []*Issuer{b.issuer, other}
+	var tokens []string
+	for round := range 5 {
+		b.clock.Add(25 * time.Hour)
+		rotated := make(chan bool, len(replicas))
+		var wg sync.WaitGroup
+		for _, r := range replicas {
+			wg.Go(func() {
+				did, err := r.RotateIfDue(t.Context())
+				assert.NoError(t, err)
+				rotated <- did
+			})
+		}
+		wg.Wait()
+		close(rotated)
+		n := 0
+		for did := range rotated {
+			if did {
+				n++
+			}
+		}
+		require.Equal(t, 1, n, "round %d: one replica rotates", round)
+		list, err := b.keys.SigningKeyList(t.Context())
+		require.NoError(t, err)
+		active := 0
+		for _, k := range list {
+			if k.RetiredAt == nil {
+				active++
+			}
+		}
+		require.Equal(t, 1, active, "round %d", round)
+		tokens = tokens[:0]
+		for _, r := range replicas {
+			tok, _, err := r.Issue(t.Context(), params)
+			require.NoError(t, err)
+			tokens = append(tokens, tok)
+		}
+		for _, r := range replicas {
+			for _, tok := range tokens {
+				_, err := NewVerifier(r, AudienceToolGateway, b.clock.Now).Verify(t.Context(), tok)
+				require.NoError(t, err, "round %d", round)
+			}
+		}
+	}
 }

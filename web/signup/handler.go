@@ -5,10 +5,13 @@ package signup
 import (
 	"context"
 	"errors"
+	"math"
 	"net/mail"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -38,6 +41,9 @@ var dns1123 = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 type Handler struct {
 	Env     *layout.Env
 	Service Service
+	// Limit (optional) takes one sign-up from the client's allowance;
+	// false answers 429 with the time until the next one.
+	Limit func(c *fiber.Ctx) (ok bool, retryAfter time.Duration)
 }
 
 // Get renders the empty form.
@@ -54,6 +60,14 @@ func (h *Handler) Post(c *fiber.Ctx) error {
 		Tenant:       strings.ToLower(layout.Form(c, "tenant")),
 		Name:         layout.Form(c, "name"),
 		Email:        strings.ToLower(layout.Form(c, "email")),
+	}
+	if h.Limit != nil {
+		if ok, wait := h.Limit(c); !ok {
+			mins := int(math.Ceil(wait.Minutes()))
+			c.Set(fiber.HeaderRetryAfter, strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+			m.Error = "Too many sign-ups from your network. Try again in " + strconv.Itoa(mins) + " minute(s)."
+			return layout.Render(c, fiber.StatusTooManyRequests, View(m))
+		}
 	}
 	if m.Organization == "" {
 		m.OrganizationError = "Enter your organisation’s name."

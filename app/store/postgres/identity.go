@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -209,6 +210,80 @@ func (s *Store) SigningKeyRetire(ctx context.Context, id string, t, verifyUntil 
 	}
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("retire signing key %s: %w", id, store.ErrNotFound)
+	}
+	return nil
+}
+
+// signingKeyLock is the transaction-level advisory lock that serializes
+// rotations: with it, the check of the keys not yet retired and the insert
+// of the new key see no concurrent rotation, even when there is no row yet
+// to lock (the first key).
+const signingKeyLock int64 = 0x77617264656e_6b // "warden" + "k"
+
+// SigningKeyRotate retires the keys not yet retired and inserts k, in one
+// transaction under signingKeyLock, when those keys are exactly active;
+// ErrConflict otherwise.
+func (s *Store) SigningKeyRotate(ctx context.Context, k store.SigningKey, active []string, verifyUntil time.Time) error {
+	k, err := store.PrepareSigningKey(k, s.now())
+	if err != nil {
+		return err
+	}
+	if err := store.CheckRetire(k.ID, k.CreatedAt, verifyUntil); err != nil {
+		return err
+	}
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, signingKeyLock); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `SELECT id FROM signing_keys WHERE retired_at IS NULL`)
+		if err != nil {
+			return err
+		}
+		current, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return err
+		}
+		if !store.SameKeySet(current, active) {
+			return fmt.Errorf("the active signing keys are %v, not %v: %w", current, active, store.ErrConflict)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE signing_keys SET retired_at = $1, verify_until = $2 WHERE retired_at IS NULL`,
+			k.CreatedAt, verifyUntil.UTC().Truncate(time.Microsecond)); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO signing_keys (id, public_key, private_key_encrypted, created_at) VALUES ($1, $2, $3, $4)`,
+			k.ID, k.PublicKey, k.PrivateKeyEncrypted, k.CreatedAt)
+		return err
+	})
+	if err != nil {
+		return interpretError(fmt.Errorf("postgres: rotate to signing key %s: %w", k.ID, err))
+	}
+	return nil
+}
+
+// MasterKeyFingerprint reads the master key's fingerprint from warden_meta,
+// which the app role may read.
+func (s *Store) MasterKeyFingerprint(ctx context.Context) ([]byte, error) {
+	var fp []byte
+	err := s.pool.QueryRow(ctx, `SELECT value FROM warden_meta WHERE key = $1`, store.MetaMasterKeyFingerprint).Scan(&fp)
+	if err != nil {
+		return nil, interpretError(fmt.Errorf("postgres: read the master key fingerprint: %w", err))
+	}
+	return fp, nil
+}
+
+// MasterKeyFingerprintSwap writes the fingerprint through
+// warden_master_key_fingerprint_swap (migration 0007): the app role may not
+// write warden_meta itself.
+func (s *Store) MasterKeyFingerprintSwap(ctx context.Context, old, next []byte) error {
+	if len(next) == 0 {
+		return errors.New("postgres: swap the master key fingerprint: the new fingerprint is empty")
+	}
+	var swapped bool
+	if err := s.pool.QueryRow(ctx, `SELECT warden_master_key_fingerprint_swap($1, $2)`, old, next).Scan(&swapped); err != nil {
+		return interpretError(fmt.Errorf("postgres: swap the master key fingerprint: %w", err))
+	}
+	if !swapped {
+		return fmt.Errorf("swap the master key fingerprint: %w", store.ErrConflict)
 	}
 	return nil
 }

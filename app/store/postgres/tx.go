@@ -231,6 +231,15 @@ type writeTx struct {
 	events []pendingEvent
 }
 
+// PgxTx returns the pgx transaction under t, so that a write outside
+// Warden's tables that must commit or roll back with t can join it: River's
+// InsertTx, for the resume job of an approval decision. Never use it for
+// Warden's own tables, whose bookkeeping (change log, counters) t keeps.
+func (t *writeTx) PgxTx() pgx.Tx {
+	tx, _ := t.q.(pgx.Tx)
+	return tx
+}
+
 // wrote records a change of kind.
 func (t *writeTx) wrote(kind string) {
 	t.changed = true

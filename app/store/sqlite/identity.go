@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -230,6 +231,97 @@ func (s *Store) SigningKeyRetire(ctx context.Context, id string, t, verifyUntil 
 		return fmt.Errorf("sqlite: retire signing key %s: %w", id, err)
 	}
 	return requireOne(res, "retire signing key "+id, store.ErrNotFound)
+}
+
+// SigningKeyRotate retires the keys not yet retired and inserts k, in one
+// transaction on the writer connection (BEGIN IMMEDIATE: no other write
+// comes between the check and the insert), when those keys are exactly
+// active; ErrConflict otherwise.
+func (s *Store) SigningKeyRotate(ctx context.Context, k store.SigningKey, active []string, verifyUntil time.Time) error {
+	k, err := store.PrepareSigningKey(k, s.now())
+	if err != nil {
+		return err
+	}
+	if err := store.CheckRetire(k.ID, k.CreatedAt, verifyUntil); err != nil {
+		return err
+	}
+	if err := s.rotate(ctx, k, active, verifyUntil); err != nil {
+		return fmt.Errorf("sqlite: rotate to signing key %s: %w", k.ID, err)
+	}
+	return nil
+}
+
+func (s *Store) rotate(ctx context.Context, k store.SigningKey, active []string, verifyUntil time.Time) error {
+	tx, err := s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	rows, err := tx.QueryContext(ctx, `SELECT id FROM signing_keys WHERE retired_at IS NULL`)
+	if err != nil {
+		return err
+	}
+	var current []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			_ = rows.Close()
+			return err
+		}
+		current = append(current, id)
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if !store.SameKeySet(current, active) {
+		return fmt.Errorf("the active signing keys are %v, not %v: %w", current, active, store.ErrConflict)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE signing_keys SET retired_at = ?, verify_until = ? WHERE retired_at IS NULL`,
+		k.CreatedAt.UnixMicro(), verifyUntil.UnixMicro()); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO signing_keys (id, public_key, private_key_encrypted, created_at) VALUES (?, ?, ?, ?)`,
+		k.ID, k.PublicKey, k.PrivateKeyEncrypted, k.CreatedAt.UnixMicro()); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// MasterKeyFingerprint reads the master key's fingerprint from warden_meta.
+func (s *Store) MasterKeyFingerprint(ctx context.Context) ([]byte, error) {
+	var fp []byte
+	err := s.reader.QueryRowContext(ctx, `SELECT value FROM warden_meta WHERE key = ?`, store.MetaMasterKeyFingerprint).Scan(&fp)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("read the master key fingerprint: %w", store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: read the master key fingerprint: %w", err)
+	}
+	return fp, nil
+}
+
+// MasterKeyFingerprintSwap stores next when the stored fingerprint is old
+// (none, for a nil old); ErrConflict otherwise.
+func (s *Store) MasterKeyFingerprintSwap(ctx context.Context, old, next []byte) error {
+	if len(next) == 0 {
+		return errors.New("sqlite: swap the master key fingerprint: the new fingerprint is empty")
+	}
+	var res sql.Result
+	var err error
+	if old == nil {
+		res, err = s.writer.ExecContext(ctx, `INSERT INTO warden_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING`,
+			store.MetaMasterKeyFingerprint, next)
+	} else {
+		res, err = s.writer.ExecContext(ctx, `UPDATE warden_meta SET value = ? WHERE key = ? AND value = ?`,
+			next, store.MetaMasterKeyFingerprint, old)
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: swap the master key fingerprint: %w", err)
+	}
+	return requireOne(res, "swap the master key fingerprint", store.ErrConflict)
 }
 
 // requireOne answers sentinel when a statement changed no row.

@@ -5,7 +5,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -439,4 +442,94 @@ func testSigningKeys(t *testing.T, s store.Store) {
 	require.ErrorIs(t, s.SigningKeyRetire(ctx, "missing-"+suffix, now, later), store.ErrNotFound)
 	require.Error(t, s.SigningKeyRetire(ctx, k3.ID, now, now.Add(-time.Second)), "verify-until before retirement")
 	require.Nil(t, mine()[0].RetiredAt, "a refused retirement changes nothing")
+
+	testSigningKeyRotate(t, s, key)
+}
+
+// testSigningKeyRotate rotates on the keys testSigningKeys left (the only
+// test that writes signing keys, which are global).
+func testSigningKeyRotate(t *testing.T, s store.Store, key func(n string, created time.Time) store.SigningKey) {
+	ctx := context.Background()
+	active := func() []string {
+		t.Helper()
+		all, err := s.SigningKeyList(ctx)
+		require.NoError(t, err)
+		var ids []string
+		for _, k := range all {
+			if k.RetiredAt == nil {
+				ids = append(ids, k.ID)
+			}
+		}
+		return ids
+	}
+	before := active()
+	require.NotEmpty(t, before)
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	until := now.Add(10 * time.Minute)
+
+	k4 := key("k4", now)
+	require.ErrorIs(t, s.SigningKeyRotate(ctx, k4, nil, until), store.ErrConflict, "a stale view of the active keys")
+	require.ErrorIs(t, s.SigningKeyRotate(ctx, k4, append(slices.Clone(before), "other"), until), store.ErrConflict)
+	require.Equal(t, before, active(), "a refused rotation changes nothing")
+	require.Error(t, s.SigningKeyRotate(ctx, key("k4", now), before, now.Add(-time.Second)), "verify-until before retirement")
+
+	require.NoError(t, s.SigningKeyRotate(ctx, k4, before, until))
+	require.Equal(t, []string{k4.ID}, active())
+	all, err := s.SigningKeyList(ctx)
+	require.NoError(t, err)
+	for _, k := range all {
+		if slices.Contains(before, k.ID) {
+			require.Equal(t, now, *k.RetiredAt, k.ID)
+			require.Equal(t, until, *k.VerifyUntil, k.ID)
+		}
+	}
+	require.ErrorIs(t, s.SigningKeyRotate(ctx, key("k5", now), before, until), store.ErrConflict, "rotated by another replica")
+
+	// Replicas rotating at once: one wins, the others change nothing.
+	const replicas = 8
+	errs := make(chan error, replicas)
+	var wg sync.WaitGroup
+	for n := range replicas {
+		wg.Go(func() {
+			errs <- s.SigningKeyRotate(ctx, key("r"+strconv.Itoa(n), now.Add(time.Second)), []string{k4.ID}, until.Add(time.Second))
+		})
+	}
+	wg.Wait()
+	close(errs)
+	won := 0
+	for err := range errs {
+		if err == nil {
+			won++
+			continue
+		}
+		require.ErrorIs(t, err, store.ErrConflict)
+	}
+	require.Equal(t, 1, won)
+	after := active()
+	require.Len(t, after, 1)
+	require.NotEqual(t, k4.ID, after[0])
+}
+
+func testMasterKeyFingerprint(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	a, b, c := []byte("fingerprint-a"), []byte("fingerprint-b"), []byte("fingerprint-c")
+	_, err := s.MasterKeyFingerprint(ctx)
+	require.ErrorIs(t, err, store.ErrNotFound)
+	require.ErrorIs(t, s.MasterKeyFingerprintSwap(ctx, a, b), store.ErrConflict, "nothing stored to swap")
+	require.Error(t, s.MasterKeyFingerprintSwap(ctx, nil, nil))
+
+	require.NoError(t, s.MasterKeyFingerprintSwap(ctx, nil, a))
+	got, err := s.MasterKeyFingerprint(ctx)
+	require.NoError(t, err)
+	require.Equal(t, a, got)
+	require.ErrorIs(t, s.MasterKeyFingerprintSwap(ctx, nil, b), store.ErrConflict, "the first fingerprint stays")
+	require.ErrorIs(t, s.MasterKeyFingerprintSwap(ctx, c, b), store.ErrConflict, "not the stored one")
+	got, err = s.MasterKeyFingerprint(ctx)
+	require.NoError(t, err)
+	require.Equal(t, a, got, "a refused swap changes nothing")
+
+	require.NoError(t, s.MasterKeyFingerprintSwap(ctx, a, b))
+	got, err = s.MasterKeyFingerprint(ctx)
+	require.NoError(t, err)
+	require.Equal(t, b, got)
 }

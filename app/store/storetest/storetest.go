@@ -64,6 +64,7 @@ func Run(t *testing.T, open OpenFunc) {
 		{"Sessions", testSessions},
 		{"APIKeyManagement", testAPIKeyManagement},
 		{"SigningKeys", testSigningKeys},
+		{"MasterKeyFingerprint", testMasterKeyFingerprint},
 		{"IdempotencyClaim", testIdempotencyClaim},
 		{"GatewaySweep", testGatewaySweep},
 		{"IdempotencyConcurrent", testIdempotencyConcurrent},
