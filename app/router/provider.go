@@ -197,7 +197,13 @@ func errorAnswer(resp *http.Response) *ProviderError {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	e := &ProviderError{Status: resp.StatusCode, RetryAfter: resp.Header.Get("Retry-After")}
 	e.Type, e.Message = errorFields(b)
-	if e.Message == "" {
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		// Providers quote the key they refused (partly masked, as
+		// OpenAI's "Incorrect API key provided: sk-ab…yz"): the message
+		// may reach the agent, the key must not.
+		e.Message = fmt.Sprintf("the provider refused the Model's credentials (HTTP %d)", resp.StatusCode)
+	case e.Message == "":
 		e.Message = strings.TrimSpace(string(b[:min(len(b), 200)]))
 	}
 	return e

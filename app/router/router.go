@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -71,6 +72,7 @@ type Router struct {
 	catalog *catalog
 	rec     *recorder
 	stop    func()
+	closed  sync.Once
 }
 
 // New builds a router and starts its recorder and cache invalidation.
@@ -120,8 +122,10 @@ func New(cfg Config) (*Router, error) {
 // Close stops the router's background work, writing every queued record.
 // Call it once no request can reach the router any more.
 func (r *Router) Close() {
-	r.stop()
-	r.rec.close()
+	r.closed.Do(func() {
+		r.stop()
+		r.rec.close()
+	})
 }
 
 // Flush returns once every record of the calls answered so far is written.

@@ -107,6 +107,7 @@ func TestSwitchingRules(t *testing.T) {
 		{"rate limited", "429", 200, "claude", ""},
 		{"server error", "500", 200, "claude", ""},
 		{"timeout", "slow", 200, "claude", ""},
+		{"the Model's key refused", "401", 200, "claude", ""},
 		{"caller's fault", "400", 400, "", "InvalidRequest"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -139,6 +140,13 @@ func TestEveryProviderRateLimited(t *testing.T) {
 	r = do(t, http.MethodPost, e.url+"/v1/model/respond", e.bot(), chat(nil), nil)
 	require.Equal(t, http.StatusServiceUnavailable, r.status, string(r.raw))
 	require.Equal(t, "Unavailable", r.code())
+
+	// A refused key is not quoted back to the caller.
+	e.oa.set("401")
+	r = do(t, http.MethodPost, e.url+"/v1/model/respond", e.admin, chat(map[string]any{"model": "primary"}), nil)
+	require.Equal(t, http.StatusServiceUnavailable, r.status, string(r.raw))
+	require.Contains(t, string(r.raw), "refused the Model's credentials (HTTP 401)")
+	require.NotContains(t, string(r.raw), "sk-test")
 }
 
 // readSSE reads a stream's data lines until [DONE] or the end.
