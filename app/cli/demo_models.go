@@ -110,7 +110,16 @@ func (d *demoModels) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var prompt string
-	_ = json.Unmarshal(req.Messages[len(req.Messages)-1].Content, &prompt)
+	if json.Unmarshal(req.Messages[len(req.Messages)-1].Content, &prompt) != nil {
+		var parts []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}
+		_ = json.Unmarshal(req.Messages[len(req.Messages)-1].Content, &parts)
+		for _, p := range parts {
+			prompt += p.Text
+		}
+	}
 	answer := "You said: " + prompt
 	d.mu.Lock()
 	d.n++

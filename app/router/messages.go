@@ -135,6 +135,10 @@ func DecodeMessagesRequest(body []byte) (*ChatRequest, error) {
 				am["tool_calls"] = calls
 			}
 			out = append(out, am)
+		case len(parts) > 0 && text.Len() > 0 && len(parts) == countText(parts):
+			// Text alone goes as a string, which every OpenAI-compatible
+			// server reads (not all take content parts).
+			out = append(out, msg{"role": "user", "content": text.String()})
 		case len(parts) > 0:
 			out = append(out, msg{"role": "user", "content": parts})
 		}
@@ -405,4 +409,15 @@ func anthErrorType(code string) string {
 
 func sortModels(ms []*modelEntry) {
 	slices.SortFunc(ms, func(a, b *modelEntry) int { return strings.Compare(a.name, b.name) })
+}
+
+// countText counts the text parts.
+func countText(parts []map[string]any) int {
+	n := 0
+	for _, p := range parts {
+		if p["type"] == "text" {
+			n++
+		}
+	}
+	return n
 }
