@@ -574,3 +574,63 @@ func TestUp(t *testing.T) {
 	require.Contains(t, res.stdout, "default")
 	require.Equal(t, cli.ExitOK, up2.stop())
 }
+
+// TestUpManifestsFollowPorts: with `up --port P --gateway-port G` (both
+// non-default), compiled manifests name the control plane at P and the
+// tool gateway at G, never a default port.
+func TestUpManifestsFollowPorts(t *testing.T) {
+	t.Parallel()
+	home := filepath.Join(t.TempDir(), "home")
+	up := startUp(t, home)
+	vars := map[string]string{clientconfig.EnvHome: home}
+	res := run(t.Context(), vars, `apiVersion: warden.dev/v1alpha1
+kind: Model
+metadata: {name: m1}
+spec: {provider: openai, model: gpt-4o, capabilities: {toolUse: true}}
+---
+apiVersion: warden.dev/v1alpha1
+kind: Tool
+metadata: {name: crm.search}
+spec: {source: rest, sideEffect: read_only, rest: {url: "http://127.0.0.1:1/search"}}
+---
+apiVersion: warden.dev/v1alpha1
+kind: Agent
+metadata: {name: bot}
+spec:
+  framework: {adapter: openai-agents, version: 0.4.2}
+  modelRoute: {primary: m1}
+  tools: [{name: crm.search}]
+`, "apply", "-f", "-")
+	require.Equal(t, cli.ExitOK, res.code, res)
+	res = run(t.Context(), vars, "", "get", "compiledagentmanifests", "bot-g1", "-o", "json")
+	require.Equal(t, cli.ExitOK, res.code, res)
+	var m struct {
+		Spec struct {
+			Tools []struct {
+				GatewayURL string `json:"gatewayUrl"`
+			} `json:"tools"`
+			Observability struct {
+				AbomEndpoint string `json:"abomEndpoint"`
+			} `json:"observability"`
+		} `json:"spec"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &m), res.stdout)
+	require.Equal(t, up.url+"/v1/agbom/bot", m.Spec.Observability.AbomEndpoint)
+	require.Len(t, m.Spec.Tools, 1)
+	require.Equal(t, up.gwURL, m.Spec.Tools[0].GatewayURL)
+	require.NotContains(t, res.stdout, "127.0.0.1:8080")
+	require.NotContains(t, res.stdout, "127.0.0.1:8081")
+
+	// up printed a one-time console sign-in link on the configured port:
+	// it signs in once.
+	m2 := regexp.MustCompile(`(?m)^  console sign-in +(http://\S+/auth/local\?token=\S+) `).FindStringSubmatch(up.out.String())
+	require.NotNil(t, m2, up.out.String())
+	require.True(t, strings.HasPrefix(m2[1], up.url+"/auth/local?token="), m2[1])
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for i, want := range []int{http.StatusSeeOther, http.StatusUnauthorized} {
+		resp, err := noFollow.Get(m2[1])
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		require.Equal(t, want, resp.StatusCode, "use %d", i+1)
+	}
+}

@@ -361,7 +361,7 @@ func TestConsoleInBrowser(t *testing.T) {
 func TestConsoleOIDCCodeFlowInBrowser(t *testing.T) {
 	t.Parallel()
 	base, issuer, st := realConsole(t, false, "alice@acme.example")
-	_, err := tenants.New(st, time.Now, slog.New(slog.DiscardHandler)).Signup(context.Background(),
+	_, err := tenants.New(st, nil, time.Now, slog.New(slog.DiscardHandler)).Signup(context.Background(),
 		tenants.SignupRequest{TenantID: "acme", DisplayName: "Acme", OwnerEmail: "alice@acme.example"})
 	require.NoError(t, err)
 

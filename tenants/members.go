@@ -10,6 +10,7 @@ import (
 
 	"github.com/warden-dev/warden/app/apierr"
 	"github.com/warden-dev/warden/app/auth"
+	"github.com/warden-dev/warden/app/authz"
 	"github.com/warden-dev/warden/app/resource"
 	"github.com/warden-dev/warden/app/store"
 )
@@ -17,10 +18,6 @@ import (
 // EmailAnnotation names, on a RoleBinding written by this package, the
 // e-mail of the person it binds.
 const EmailAnnotation = "warden.dev/email"
-
-// namespaceRoles are the roles a RoleBinding may grant; owner is a member
-// flag, not a binding.
-var namespaceRoles = map[string]bool{auth.RoleViewer: true, auth.RoleEditor: true, auth.RoleApprover: true, auth.RoleAdmin: true}
 
 // MemberBindingName returns the name of the RoleBinding that binds one
 // person in a namespace: "user-" and 16 hex digits of the SHA-256 of the
@@ -30,25 +27,30 @@ func MemberBindingName(email string) string {
 	return "user-" + hex.EncodeToString(sum[:8])
 }
 
-// requireAdmin checks that p may administer namespace ns of its tenant ("" =
-// the whole tenant): the system, a tenant owner, or an admin whose
-// credential covers ns.
-func requireAdmin(p auth.Principal, ns string) error {
+// authorize asks app/authz whether p may do verb on object in namespace
+// ns ("" = tenant scope); tenants keeps no rank of its own.
+func (s *Service) authorize(ctx context.Context, p auth.Principal, verb, ns, object string) error {
 	if p.Tenant == "" {
 		return apierr.New(apierr.CodeUnauthenticated, "the request carries no tenant")
 	}
-	if p.System || p.Role == auth.RoleOwner {
-		return nil
+	if s.az == nil {
+		if p.System {
+			return nil
+		}
+		return apierr.New(apierr.CodeForbidden, "%s may not %s %s: no authorizer is configured", p.Subject, verb, object)
 	}
-	if p.Role == auth.RoleAdmin && (p.Namespace == auth.AllNamespaces || (ns != "" && p.Namespace == ns)) {
-		return nil
+	err := s.az.Authorize(ctx, p, verb, ns, object)
+	if errors.Is(err, auth.ErrForbidden) {
+		return apierr.New(apierr.CodeForbidden, "%v", err)
 	}
-	where := "the tenant"
-	if ns != "" {
-		where = fmt.Sprintf("namespace %q", ns)
-	}
-	return apierr.New(apierr.CodeForbidden, "only a tenant owner or an admin of %s may do this (you are %s in %q)", where, p.Role, p.Namespace)
+	return err
 }
+
+// Objects of app/authz that tenants asks about.
+const (
+	rolebindings = "rolebindings"
+	namespaces   = "namespaces"
+)
 
 // Invite adds a person to p's tenant with status invited (an existing member
 // keeps their status) and binds them to role in namespace (default
@@ -65,7 +67,7 @@ func (s *Service) Invite(ctx context.Context, p auth.Principal, email, role, nam
 	if err := checkRole(role); err != nil {
 		return nil, err
 	}
-	if err := requireAdmin(p, namespace); err != nil {
+	if err := s.authorize(ctx, p, auth.VerbApply, namespace, rolebindings); err != nil {
 		return nil, err
 	}
 	var out store.Member
@@ -107,7 +109,7 @@ func (s *Service) BindRole(ctx context.Context, p auth.Principal, namespace, ema
 	if err := checkRole(role); err != nil {
 		return nil, err
 	}
-	if err := requireAdmin(p, namespace); err != nil {
+	if err := s.authorize(ctx, p, auth.VerbApply, namespace, rolebindings); err != nil {
 		return nil, err
 	}
 	var out *resource.Object
@@ -175,7 +177,7 @@ func (s *Service) CreateNamespace(ctx context.Context, p auth.Principal, name, d
 	if !resource.IsDNS1123Label(name) {
 		return nil, apierr.New(apierr.CodeInvalidRequest, "namespace name %q is not a DNS-1123 label (lower-case letters, digits and '-', at most 63 characters)", name)
 	}
-	if err := requireAdmin(p, ""); err != nil {
+	if err := s.authorize(ctx, p, auth.VerbApply, "", namespaces); err != nil {
 		return nil, err
 	}
 	spec := map[string]any{}
@@ -217,7 +219,7 @@ func (s *Service) RemoveMember(ctx context.Context, p auth.Principal, email stri
 	if err != nil {
 		return apierr.New(apierr.CodeInvalidRequest, "remove member: email: %v", err)
 	}
-	if err := requireAdmin(p, ""); err != nil {
+	if err := s.authorize(ctx, p, auth.VerbDelete, "", authz.ObjMembers); err != nil {
 		return err
 	}
 	err = s.st.Update(ctx, p.Tenant, func(ctx context.Context, tx store.Tx) error {
@@ -229,9 +231,6 @@ func (s *Service) RemoveMember(ctx context.Context, p auth.Principal, email stri
 			return err
 		}
 		if m.Owner {
-			if !p.System && p.Role != auth.RoleOwner {
-				return apierr.New(apierr.CodeForbidden, "only a tenant owner may remove an owner")
-			}
 			all, err := tx.MemberList(ctx)
 			if err != nil {
 				return err
@@ -290,11 +289,8 @@ func (s *Service) unbindAll(ctx context.Context, tx store.Tx, p auth.Principal, 
 // Members lists the people of p's tenant, ordered by e-mail. Any credential
 // that may list tenant-scope resources may call it.
 func (s *Service) Members(ctx context.Context, p auth.Principal) ([]store.Member, error) {
-	if p.Tenant == "" {
-		return nil, apierr.New(apierr.CodeUnauthenticated, "the request carries no tenant")
-	}
-	if err := p.Authorize(auth.VerbList, ""); err != nil {
-		return nil, apierr.New(apierr.CodeForbidden, "listing members needs a tenant-wide credential: %v", err)
+	if err := s.authorize(ctx, p, auth.VerbList, "", authz.ObjMembers); err != nil {
+		return nil, err
 	}
 	var out []store.Member
 	err := s.st.View(ctx, p.Tenant, func(ctx context.Context, r store.Reader) error {
@@ -309,8 +305,8 @@ func (s *Service) Members(ctx context.Context, p auth.Principal) ([]store.Member
 }
 
 func checkRole(role string) error {
-	if !namespaceRoles[role] {
-		return apierr.New(apierr.CodeInvalidRequest, "role %q is not one of viewer, editor, approver, admin (ownership is a member flag, not a role binding)", role)
+	if !authz.IsNamespaceRole(role) {
+		return apierr.New(apierr.CodeInvalidRequest, "role %q is not one of %s (ownership is a member flag, not a role binding)", role, strings.Join(authz.NamespaceRoles(), ", "))
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/warden-dev/warden/app/apierr"
+	"github.com/warden-dev/warden/app/auth"
 	"github.com/warden-dev/warden/app/resource"
 	"github.com/warden-dev/warden/app/store"
 )
@@ -18,20 +19,28 @@ import (
 // role bindings. It is safe for concurrent use.
 type Service struct {
 	st     store.Store
+	az     Authorizer
 	now    func() time.Time
 	logger *slog.Logger
 }
 
+// Authorizer is app/authz's decision, asked before every change of people,
+// namespaces and role bindings. A Service without one lets only the system
+// principal change them.
+type Authorizer interface {
+	Authorize(ctx context.Context, p auth.Principal, verb, namespace, object string) error
+}
+
 // New returns a Service over st. now defaults to time.Now and logger to
 // slog.Default().
-func New(st store.Store, now func() time.Time, logger *slog.Logger) *Service {
+func New(st store.Store, az Authorizer, now func() time.Time, logger *slog.Logger) *Service {
 	if now == nil {
 		now = time.Now
 	}
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &Service{st: st, now: now, logger: logger}
+	return &Service{st: st, az: az, now: now, logger: logger}
 }
 
 // SignupRequest asks for a new tenant.

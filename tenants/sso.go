@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/warden-dev/warden/app/auth"
+	"github.com/warden-dev/warden/app/authz"
 	"github.com/warden-dev/warden/app/resource"
 	"github.com/warden-dev/warden/app/store"
 )
@@ -101,16 +102,14 @@ func (c *SSOConnection) MapRole(claims map[string]any) string {
 	case []string:
 		values = v
 	}
-	best := ""
+	var roles []string
 	for _, v := range values {
-		if r := c.RoleMapping[v]; namespaceRoles[r] && roleRank[r] > roleRank[best] {
-			best = r
+		if r := c.RoleMapping[v]; authz.IsNamespaceRole(r) {
+			roles = append(roles, r)
 		}
 	}
-	return best
+	return authz.MostPrivileged(roles...)
 }
-
-var roleRank = map[string]int{auth.RoleViewer: 1, auth.RoleApprover: 2, auth.RoleEditor: 3, auth.RoleAdmin: 4}
 
 // SSOBindingName returns the name of the RoleBinding that holds the role an
 // SSO sign-in mapped for one person, kept apart from the bindings admins
@@ -125,7 +124,7 @@ func SSOBindingName(email string) string {
 // at every SSO sign-in, so a change of the person's groups at the provider
 // takes effect at their next sign-in.
 func SyncSSORole(ctx context.Context, tx store.Tx, tenant, email, role string, now time.Time) error {
-	if role != "" && !namespaceRoles[role] {
+	if role != "" && !authz.IsNamespaceRole(role) {
 		return fmt.Errorf("sso role mapping names %q, which is not viewer, editor, approver or admin", role)
 	}
 	svc := &Service{now: func() time.Time { return now }}

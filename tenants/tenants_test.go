@@ -11,6 +11,7 @@ import (
 
 	"github.com/warden-dev/warden/app/apierr"
 	"github.com/warden-dev/warden/app/auth"
+	"github.com/warden-dev/warden/app/authz"
 	"github.com/warden-dev/warden/app/resource"
 	"github.com/warden-dev/warden/app/store"
 	"github.com/warden-dev/warden/app/store/backend"
@@ -20,6 +21,7 @@ import (
 type bundle struct {
 	ctx context.Context
 	st  *failingStore
+	az  *authz.Authorizer
 	svc *Service
 }
 
@@ -58,7 +60,8 @@ func forEachStore(t *testing.T, fn func(t *testing.T, b bundle)) {
 			t.Cleanup(func() { _ = real.Close() })
 			st := &failingStore{Store: real}
 			now := func() time.Time { return time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC) }
-			fn(t, bundle{ctx: ctx, st: st, svc: New(st, now, slog.New(slog.DiscardHandler))})
+			az := authz.New(st, now)
+			fn(t, bundle{ctx: ctx, st: st, az: az, svc: New(st, az, now, slog.New(slog.DiscardHandler))})
 		})
 	}
 }
@@ -193,10 +196,16 @@ func TestInviteBindRemove(t *testing.T) {
 		})
 		require.NoError(t, err)
 
-		// An editor may not invite; a namespace admin may, but only there.
+		// An editor may not invite; a person made admin of a namespace by a
+		// RoleBinding may, but only there: app/authz decides, and a role
+		// carried on a person's principal counts for nothing.
+		b.az.Invalidate("acme")
 		_, err = b.svc.Invite(b.ctx, auth.Principal{Tenant: "acme", Role: auth.RoleEditor, Namespace: auth.AllNamespaces}, "c@acme.example", "viewer", "")
 		require.Equal(t, apierr.CodeForbidden, code(err))
-		nsAdmin := auth.Principal{Tenant: "acme", Subject: "user:bob@acme.example", Role: auth.RoleAdmin, Namespace: "payments"}
+		_, err = b.svc.Invite(b.ctx, auth.Principal{Tenant: "acme", Subject: "user:bob@acme.example", Email: "bob@acme.example", Kind: auth.KindUser,
+			Role: auth.RoleOwner, Namespace: auth.AllNamespaces}, "c@acme.example", "viewer", "default")
+		require.Equal(t, apierr.CodeForbidden, code(err), "bob is an editor in default, whatever his principal claims")
+		nsAdmin := auth.Principal{Tenant: "acme", Subject: "user:bob@acme.example", Email: "bob@acme.example", Kind: auth.KindUser}
 		_, err = b.svc.Invite(b.ctx, nsAdmin, "c@acme.example", "viewer", "payments")
 		require.NoError(t, err)
 		_, err = b.svc.Invite(b.ctx, nsAdmin, "d@acme.example", "viewer", "default")
@@ -241,7 +250,7 @@ func TestFromContext(t *testing.T) {
 func TestSSOConnectionRules(t *testing.T) {
 	t.Parallel()
 	c := &SSOConnection{AllowedDomains: []string{"acme.example"}, RoleClaim: "groups",
-		RoleMapping: map[string]string{"eng": "editor", "ops": "admin", "bogus": "owner"}}
+		RoleMapping: map[string]string{"eng": "editor", "ops": "admin", "bogus": "owner", "all": "viewer", "fin": "approver"}}
 	for _, tc := range []struct {
 		name   string
 		claims map[string]any
@@ -250,6 +259,10 @@ func TestSSOConnectionRules(t *testing.T) {
 		{"single value", map[string]any{"groups": "eng"}, auth.RoleEditor},
 		{"highest wins", map[string]any{"groups": []any{"eng", "ops"}}, auth.RoleAdmin},
 		{"owner is never mapped", map[string]any{"groups": "bogus"}, ""},
+		// The matrix ranks: approver covers viewer; editor and approver
+		// cover neither other, and editor allows more.
+		{"approver above viewer", map[string]any{"groups": []any{"fin", "all"}}, auth.RoleApprover},
+		{"editor before approver", map[string]any{"groups": []any{"fin", "eng"}}, auth.RoleEditor},
 		{"no claim", map[string]any{}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) { require.Equal(t, tc.want, c.MapRole(tc.claims)) })

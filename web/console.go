@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"time"
@@ -63,6 +64,10 @@ type Deps struct {
 	// SecureCookies marks the console's own cookies Secure even when the
 	// request arrived in plaintext (TLS terminated in front of Warden).
 	SecureCookies bool
+
+	// Authorize is app/authz's decision; the screens ask it what to offer
+	// (invite, create, manage). nil offers nothing.
+	Authorize func(ctx context.Context, p auth.Principal, verb, namespace, object string) error
 
 	Log *slog.Logger
 	Now func() time.Time
@@ -139,6 +144,7 @@ func New(deps Deps) (*Console, error) {
 		Principal: deps.Principal, CSRFToken: cs.csrfToken, CSRFField: deps.CSRFField, CSRFHeader: deps.CSRFHeader,
 		Tenants: deps.Tenants, SwitchTenantPath: deps.SwitchTenantPath,
 		StyleURL: assets.URL("style.css"), ScriptURL: assets.URL("htmx.min.js"), Log: deps.Log,
+		Authorize: deps.Authorize,
 	}
 	var limit func(*fiber.Ctx) (bool, time.Duration)
 	if deps.SignupLimiter != nil {

@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"context"
 	"flag"
 	"io"
 	"net/http"
@@ -297,4 +298,45 @@ func inv(email, role string) members.Invitation {
 
 func keyReq(name string) apikeys.Request {
 	return apikeys.Request{Name: name, Namespace: auth.AllNamespaces, Role: auth.RoleEditor}
+}
+
+// TestScreensAskTheAuthorizer: what the members, namespaces and API key
+// screens offer follows Deps.Authorize (app/authz in production), not the
+// role a principal carries: an owner the authorizer refuses is offered
+// nothing, a viewer it allows everything.
+func TestScreensAskTheAuthorizer(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		session string
+		allow   bool
+	}{{"owner", false}, {"viewer", true}} {
+		b := setup(t)
+		deps := b.fake.Deps()
+		var asked []string
+		deps.Authorize = func(_ context.Context, _ auth.Principal, verb, ns, obj string) error {
+			asked = append(asked, verb+" "+obj+"@"+ns)
+			if tc.allow {
+				return nil
+			}
+			return auth.ErrForbidden
+		}
+		app := fiber.New()
+		b.fake.Mount(app)
+		cs, err := web.New(deps)
+		require.NoError(t, err)
+		cs.Register(app)
+		b.app = app
+		for path, offer := range map[string]string{"/members": "Invite a person", "/namespaces": "Create a namespace", "/apikeys": "Create a key"} {
+			resp, body := b.do(t, scenario{method: http.MethodGet, path: path, session: tc.session})
+			require.Equal(t, http.StatusOK, resp.StatusCode, body)
+			if tc.allow {
+				require.Contains(t, body, offer, "%s as %s", path, tc.session)
+			} else {
+				require.NotContains(t, body, offer, "%s as %s", path, tc.session)
+			}
+		}
+		require.Contains(t, asked, "create members@")
+		require.Contains(t, asked, "apply namespaces@")
+		require.Contains(t, asked, "create apikeys@")
+	}
 }

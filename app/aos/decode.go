@@ -93,6 +93,7 @@ func (s *Schema) decode(body []byte) (*decoded, json.RawMessage, *Error) {
 			KnownMethods: s.Methods(),
 		})
 	}
+	mend(m)
 	if err := sch.Validate(m); err != nil {
 		return nil, id, validationError(method, err)
 	}

@@ -19,8 +19,15 @@
 // against the one branch its method names: the same verdict as the whole
 // union at a fraction of the cost, with errors about that branch only.
 // Formats are asserted, as draft-07 allows, so timestamps must be RFC 3339.
-// Nothing is accepted that the schema refuses, even where the AOS authors'
-// own examples do not follow it (see the tests).
+//
+// A request that differs from the schema only in ways Warden does not
+// depend on is mended before it is validated (lenient.go), so the AOS
+// authors' own examples are decided: a context.agent without the url the
+// schema requires gets AgentURLPrefix and its id (the agent's identity
+// comes from its credential anyway), and a protocols/MCP request that
+// carries the MCP message directly in params gets it under params.message.
+// Nothing else is tolerated, and everything Warden sends (responses,
+// modifiedRequests, Guardian calls) is valid against the schema.
 //
 // # Mapping onto JSON-RPC
 //
@@ -39,9 +46,10 @@
 //   - Notifications (no id) are answered with -32600 rather than ignored:
 //     every request definition of the schema requires an id, and a step
 //     reported without expecting a decision would go ungoverned.
-//   - An error response whose request id could not be read carries the id
-//     "" (NoID): JSON-RPC says null, but the schema's responses require a
-//     string or an integer id.
+//   - An error response whose request id could not be read (a parse error,
+//     for one) carries the id null (NoID), as JSON-RPC 2.0 requires; the
+//     schema's responses ask for a string or an integer there, so that
+//     one member follows JSON-RPC and the rest is checked by the schema.
 //   - Every response Serve returns is validated against the schema before
 //     it leaves; one that fails (a governor's unencodable data or invalid
 //     modifiedRequest) is replaced by -32603.

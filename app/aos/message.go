@@ -20,6 +20,8 @@ const (
 	MethodToolCallResult = "steps/toolCallResult"
 	// MethodPing is answered with a PingResult, never with a decision.
 	MethodPing = "ping"
+	// MethodMCP carries an MCP message for the Guardian to judge.
+	MethodMCP = "protocols/MCP"
 )
 
 // MaxMessageBytes bounds a request Serve accepts and a response
@@ -28,10 +30,11 @@ const MaxMessageBytes = 1 << 20
 
 // NoID is the id of an error response to a request whose id could not be
 // read (not JSON, not an object, no id, or an id that is neither a string
-// nor an integer). JSON-RPC 2.0 says null there, but every response
-// definition of the AOS schema requires a string or integer id, so the
-// empty string stands in for null.
-var NoID = json.RawMessage(`""`)
+// nor an integer): null, as JSON-RPC 2.0 requires. The AOS schema's
+// response definitions ask for a string or an integer id there; that is
+// the one place Warden follows JSON-RPC over the schema (such a response
+// is valid against the schema in every other member).
+var NoID = json.RawMessage(`null`)
 
 // Request is a JSON-RPC 2.0 request as AOS defines it.
 type Request struct {

@@ -149,13 +149,16 @@ func (s *Schema) ValidateRequest(raw any) error {
 
 // ValidateResponse reports whether raw is a valid AOS response (the
 // ASOPResponse definition: a decision, a ping result or a JSON-RPC error).
-// raw is accepted in the same forms as for ValidateRequest.
+// raw is accepted in the same forms as for ValidateRequest. A response
+// may carry the null id JSON-RPC 2.0 requires when the request's
+// id could not be read (NoID); the schema knows no null id, so that one
+// member is checked as JSON-RPC says and every other as the schema does.
 func (s *Schema) ValidateResponse(raw any) error {
 	v, err := toJSONValue(raw)
 	if err != nil {
 		return err
 	}
-	return s.response.Validate(v)
+	return s.response.Validate(withIDForSchema(v))
 }
 
 // ValidateRequest validates raw against the embedded schema; see

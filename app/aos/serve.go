@@ -148,3 +148,23 @@ func (h *Handler) encode(ctx context.Context, resp *Response) []byte {
 	b, _ = marshalJSON(ErrorResponse(resp.ID, internalError()))
 	return b
 }
+
+// withIDForSchema returns a response value to validate: v itself, or, for
+// an error response whose id is null (NoID, as JSON-RPC 2.0 requires when
+// the request's id could not be read), a copy with a string id, since the
+// schema knows no null id; every other member is checked as sent.
+func withIDForSchema(v any) any {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return v
+	}
+	if id, has := m["id"]; !has || id != nil {
+		return v
+	}
+	cp := make(map[string]any, len(m))
+	for k, x := range m {
+		cp[k] = x
+	}
+	cp["id"] = ""
+	return cp
+}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/warden-dev/warden/app/adapter"
+	"github.com/warden-dev/warden/app/api"
 	"github.com/warden-dev/warden/app/apierr"
 	"github.com/warden-dev/warden/app/auth"
 	"github.com/warden-dev/warden/app/compile"
@@ -18,26 +19,9 @@ import (
 	"github.com/warden-dev/warden/app/store"
 )
 
-// Actions reported per document.
-const (
-	ActionCreated    = "created"
-	ActionConfigured = "configured"
-	ActionUnchanged  = "unchanged"
-)
-
-// ItemResult is the outcome for one document.
-type ItemResult struct {
-	Kind            string `json:"kind"`
-	Namespace       string `json:"namespace,omitempty"`
-	Name            string `json:"name"`
-	Action          string `json:"action,omitempty"`
-	ResourceVersion string `json:"resourceVersion,omitempty"`
-	Generation      int64  `json:"generation,omitempty"`
-}
-
 // Result is the outcome of an apply or a validation.
 type Result struct {
-	Items []ItemResult `json:"items"`
+	Items []api.ApplyItem `json:"items"`
 	// Manifests names the compiled manifests written or refreshed.
 	Manifests []string `json:"manifests"`
 }
@@ -48,11 +32,16 @@ type Authorizer interface {
 	Authorize(ctx context.Context, p auth.Principal, verb, namespace, object string) error
 }
 
-// roleRank is the fallback Authorizer: the principal's own role rank.
-type roleRank struct{}
+// systemOnly is the Authorizer of a pipeline built without one: it fails
+// closed, allowing Warden's own principal and nobody else (app/authz is
+// the only place that decides for callers).
+type systemOnly struct{}
 
-func (roleRank) Authorize(_ context.Context, p auth.Principal, verb, namespace, _ string) error {
-	return p.Authorize(verb, namespace)
+func (systemOnly) Authorize(_ context.Context, p auth.Principal, verb, namespace, object string) error {
+	if p.System {
+		return nil
+	}
+	return fmt.Errorf("%w: %s may not %s %s in namespace %q: the apply pipeline has no authorizer", auth.ErrForbidden, p.Subject, verb, object, namespace)
 }
 
 // Pipeline runs applies. Build it with New.
@@ -76,8 +65,8 @@ type Deps struct {
 	Bus      *events.Bus
 	Logger   *slog.Logger
 	Now      func() time.Time
-	// Authorizer checks the apply verb per document; nil falls back to the
-	// principal's role rank.
+	// Authorizer (app/authz) checks the apply verb per document; nil
+	// allows only the system principal.
 	Authorizer Authorizer
 	// Keyring seals Secret values before they are stored. Without one the
 	// pipeline refuses Secrets rather than store them in the clear.
@@ -100,7 +89,7 @@ func New(d Deps) *Pipeline {
 		d.Bus = events.NewBus()
 	}
 	if d.Authorizer == nil {
-		d.Authorizer = roleRank{}
+		d.Authorizer = systemOnly{}
 	}
 	if d.Policies == nil {
 		d.Policies = policy.NewEngine()
@@ -135,7 +124,7 @@ func (p *Pipeline) run(ctx context.Context, pr auth.Principal, docs []*resource.
 		return nil, rejected(diags)
 	}
 
-	res := &Result{Items: make([]ItemResult, len(docs)), Manifests: []string{}}
+	res := &Result{Items: make([]api.ApplyItem, len(docs)), Manifests: []string{}}
 	var pending []events.Event
 	var handOver []*resource.Object
 	now := p.now().UTC()
@@ -150,11 +139,11 @@ func (p *Pipeline) run(ctx context.Context, pr auth.Principal, docs []*resource.
 				return &documentError{index: i, kind: doc.Kind, name: doc.Metadata.Name, err: err}
 			}
 			applied[i] = stored
-			res.Items[i] = ItemResult{
+			res.Items[i] = api.ApplyItem{
 				Kind: stored.Kind, Namespace: stored.Metadata.Namespace, Name: stored.Metadata.Name,
 				Action: action, ResourceVersion: stored.Metadata.ResourceVersion, Generation: stored.Metadata.Generation,
 			}
-			if action != ActionUnchanged {
+			if action != api.ActionUnchanged {
 				pending = append(pending, events.Event{
 					Type: events.ResourceApplied, Time: now, Tenant: pr.Tenant, Namespace: stored.Metadata.Namespace,
 					Subject: stored.Kind + "/" + stored.Metadata.Name,
@@ -226,17 +215,17 @@ func (p *Pipeline) run(ctx context.Context, pr auth.Principal, docs []*resource.
 
 // admit defaults and checks every document without touching the store, and
 // refuses system-only kinds and documents outside the caller's scope.
-func (p *Pipeline) admit(ctx context.Context, pr auth.Principal, docs []*resource.Object) (refused, diags []compile.Diagnostic) {
+func (p *Pipeline) admit(ctx context.Context, pr auth.Principal, docs []*resource.Object) (refused, diags []api.Diagnostic) {
 	for i, doc := range docs {
 		// status is a subresource: a body may carry it (a read-back being
 		// re-applied), but apply never writes it.
 		doc.Status = nil
 		resource.Default(doc)
 		add := func(path, code, msg string) {
-			diags = append(diags, compile.Diagnostic{Document: i, Kind: doc.Kind, Namespace: doc.Metadata.Namespace, Name: doc.Metadata.Name, Path: path, Code: code, Message: msg})
+			diags = append(diags, api.Diagnostic{Document: i, Kind: doc.Kind, Namespace: doc.Metadata.Namespace, Name: doc.Metadata.Name, Path: path, Code: code, Message: msg})
 		}
 		refuse := func(path, msg string) {
-			refused = append(refused, compile.Diagnostic{Document: i, Kind: doc.Kind, Namespace: doc.Metadata.Namespace, Name: doc.Metadata.Name, Path: path, Code: resource.ErrCodeForbidden, Message: msg})
+			refused = append(refused, api.Diagnostic{Document: i, Kind: doc.Kind, Namespace: doc.Metadata.Namespace, Name: doc.Metadata.Name, Path: path, Code: resource.ErrCodeForbidden, Message: msg})
 		}
 		for _, fe := range resource.Validate(doc) {
 			add(fe.Path, fe.Code, fe.Message)
@@ -286,16 +275,16 @@ func (p *Pipeline) write(ctx context.Context, tx store.Tx, tenant string, doc *r
 			return nil, "", fmt.Errorf("%w: resourceVersion given for an object that does not exist", store.ErrConflict)
 		}
 		created, err := tx.ResourceCreate(ctx, doc)
-		return created, ActionCreated, err
+		return created, api.ActionCreated, err
 	}
 	updated, err := tx.ResourceUpdate(ctx, doc)
 	if err != nil {
 		return nil, "", err
 	}
 	if updated.Metadata.ResourceVersion == current.Metadata.ResourceVersion {
-		return updated, ActionUnchanged, nil
+		return updated, api.ActionUnchanged, nil
 	}
-	return updated, ActionConfigured, nil
+	return updated, api.ActionConfigured, nil
 }
 
 // writeManifest stores a compiled manifest and reports whether it changed.
@@ -304,7 +293,7 @@ func (p *Pipeline) writeManifest(ctx context.Context, tx store.Tx, tenant string
 	if err != nil {
 		return nil, false, err
 	}
-	return stored, action != ActionUnchanged, nil
+	return stored, action != api.ActionUnchanged, nil
 }
 
 // markCompiled records the newest manifest in the agent's status.
@@ -408,9 +397,9 @@ func mapStoreError(err error) error {
 
 // checkNamespaces requires every namespaced document's namespace to exist,
 // in the store or earlier in the same body.
-func checkNamespaces(ctx context.Context, tx store.Tx, applied []*resource.Object) ([]compile.Diagnostic, error) {
+func checkNamespaces(ctx context.Context, tx store.Tx, applied []*resource.Object) ([]api.Diagnostic, error) {
 	exists := map[string]bool{}
-	var diags []compile.Diagnostic
+	var diags []api.Diagnostic
 	for i, o := range applied {
 		ns := o.Metadata.Namespace
 		if ns == "" {
@@ -429,7 +418,7 @@ func checkNamespaces(ctx context.Context, tx store.Tx, applied []*resource.Objec
 			exists[ns] = ok
 		}
 		if !ok {
-			diags = append(diags, compile.Diagnostic{Document: i, Kind: o.Kind, Namespace: ns, Name: o.Metadata.Name,
+			diags = append(diags, api.Diagnostic{Document: i, Kind: o.Kind, Namespace: ns, Name: o.Metadata.Name,
 				Path: "metadata.namespace", Code: resource.ErrCodeNotFound,
 				Message: fmt.Sprintf("namespace %q does not exist; create it first (kind: Namespace)", ns)})
 		}

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/warden-dev/warden/app/api"
 	"github.com/warden-dev/warden/app/apierr"
-	"github.com/warden-dev/warden/app/compile"
 )
 
 // errValidateOnly rolls back the transaction of a validation run.
@@ -13,7 +13,7 @@ var errValidateOnly = errors.New("validate only: roll back")
 
 // rejected builds the 422 AdmissionRejected error that carries every
 // diagnostic.
-func rejected(diags []compile.Diagnostic) *apierr.Error {
+func rejected(diags []api.Diagnostic) *apierr.Error {
 	msg := fmt.Sprintf("apply rejected: %d problem(s)", len(diags))
 	if len(diags) > 0 {
 		d := diags[0]
@@ -28,7 +28,7 @@ func rejected(diags []compile.Diagnostic) *apierr.Error {
 // forbidden builds the 403 Forbidden error of documents the principal may
 // not apply (or validate): authorization is decided before admission, so
 // these are not admission diagnostics. details.diagnostics lists each.
-func forbidden(refused []compile.Diagnostic) *apierr.Error {
+func forbidden(refused []api.Diagnostic) *apierr.Error {
 	d := refused[0]
 	msg := fmt.Sprintf("refused: document %d (%s %s): %s", d.Document, d.Kind, d.Name, d.Message)
 	if len(refused) > 1 {

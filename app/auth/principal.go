@@ -92,49 +92,6 @@ var ErrUnauthenticated = errors.New("unauthenticated")
 // ErrForbidden means the principal may not perform the verb.
 var ErrForbidden = errors.New("forbidden")
 
-var verbRank = map[string]int{
-	VerbGet: 1, VerbList: 1, VerbWatch: 1,
-	VerbApply: 2, VerbPatch: 2, VerbDelete: 2,
-	VerbWriteStatus: 3,
-}
-
-var roleRank = map[string]int{
-	RoleViewer: 1, RoleApprover: 1, RoleEditor: 2, RoleAdmin: 3, RoleOwner: 4,
-}
-
-// Authorize reports whether p may perform verb in namespace ns ("" for
-// tenant-scope resources, which need the admin role on every namespace).
-func (p Principal) Authorize(verb, ns string) error {
-	if p.System {
-		return nil
-	}
-	need, ok := verbRank[verb]
-	if !ok {
-		return fmt.Errorf("%w: unknown verb %q", ErrForbidden, verb)
-	}
-	if ns == "" {
-		if p.Namespace != AllNamespaces || (need > 1 && roleRank[p.Role] < roleRank[RoleAdmin]) {
-			return fmt.Errorf("%w: %s on tenant-scope resources needs a tenant-wide admin credential", ErrForbidden, verb)
-		}
-		return nil
-	}
-	if p.Namespace != AllNamespaces && p.Namespace != ns {
-		return fmt.Errorf("%w: credential is scoped to namespace %q, not %q", ErrForbidden, p.Namespace, ns)
-	}
-	if roleRank[p.Role] < need {
-		return fmt.Errorf("%w: role %s may not %s in namespace %q", ErrForbidden, p.Role, verb, ns)
-	}
-	return nil
-}
-
-// EffectivePolicy names the policy that allowed the call, for audit records.
-func (p Principal) EffectivePolicy() string {
-	if p.System {
-		return "system"
-	}
-	return "role:" + p.Role + "@" + p.Namespace
-}
-
 type principalKey struct{}
 
 // WithPrincipal returns ctx carrying p.

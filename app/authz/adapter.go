@@ -34,6 +34,20 @@ type Grant struct {
 	Subject string
 	Role    string
 	Domain  string
+	// Source names where the grant comes from, for the audit record's
+	// effective policy: "RoleBinding team-a/ops", "Tenant acme spec.owner",
+	// "member ann@example.com (owner)".
+	Source string
+}
+
+// String is the grant as audit records name it, e.g.
+// "RoleBinding team-a/ops: admin@team-a".
+func (g Grant) String() string {
+	src := g.Source
+	if src == "" {
+		src = g.Subject
+	}
+	return src + ": " + g.Role + "@" + g.Domain
 }
 
 // Bindings is what one tenant's store says about who holds which role.
@@ -70,7 +84,8 @@ func LoadBindings(ctx context.Context, r store.Reader) (*Bindings, error) {
 				b.Skipped = append(b.Skipped, fmt.Sprintf("%s: subjects[%d]: unknown kind %q or empty name", o.Key(), i, s.Kind))
 				continue
 			}
-			b.Grants = append(b.Grants, Grant{Subject: sub, Role: spec.Role, Domain: o.Metadata.Namespace})
+			b.Grants = append(b.Grants, Grant{Subject: sub, Role: spec.Role, Domain: o.Metadata.Namespace,
+				Source: "RoleBinding " + o.Metadata.Namespace + "/" + o.Metadata.Name})
 		}
 	})
 	if err != nil {
@@ -80,7 +95,8 @@ func LoadBindings(ctx context.Context, r store.Reader) (*Bindings, error) {
 		b.observe(o)
 		var spec resource.TenantSpec
 		if err := decodeSpec(o, &spec); err == nil && spec.Owner != "" {
-			b.Grants = append(b.Grants, Grant{Subject: UserSubject(spec.Owner), Role: auth.RoleOwner, Domain: AllDomains})
+			b.Grants = append(b.Grants, Grant{Subject: UserSubject(spec.Owner), Role: auth.RoleOwner, Domain: AllDomains,
+				Source: "Tenant " + o.Metadata.Name + " spec.owner"})
 		}
 	})
 	if err != nil {
@@ -92,7 +108,8 @@ func LoadBindings(ctx context.Context, r store.Reader) (*Bindings, error) {
 	}
 	for _, m := range members {
 		if m.Owner {
-			b.Grants = append(b.Grants, Grant{Subject: UserSubject(m.Email), Role: auth.RoleOwner, Domain: AllDomains})
+			b.Grants = append(b.Grants, Grant{Subject: UserSubject(m.Email), Role: auth.RoleOwner, Domain: AllDomains,
+				Source: "member " + strings.ToLower(m.Email) + " (owner)"})
 		}
 	}
 	return b, nil

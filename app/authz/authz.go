@@ -48,8 +48,12 @@ type entry struct {
 	resourceVersion int64
 	expires         time.Time
 
+	// grants are the grants the enforcer holds, by subject, to name the
+	// one that allowed a call.
+	grants map[string][]Grant
+
 	mu   sync.RWMutex
-	memo map[decisionKey]bool
+	memo map[decisionKey]decision
 }
 
 type decisionKey struct {
@@ -97,10 +101,32 @@ func (a *Authorizer) SetOwners(tenant string, emails []string) {
 // the grants could not be read. namespace "" addresses tenant-scope objects
 // (namespaces, tenants, members), which only tenant-wide grants reach.
 // object is a kind's lower-case plural ("agents") or one of the Obj
-// constants ("approvals/decide").
+// constants ("approvals/decide"). When ctx carries a Trail (WithTrail), the
+// grant that allowed the call is added to it for the audit record.
 func (a *Authorizer) Authorize(ctx context.Context, p auth.Principal, verb, namespace, object string) error {
+	grant, err := a.Decide(ctx, p, verb, namespace, object)
+	if err != nil {
+		return err
+	}
+	if t := TrailFrom(ctx); t != nil {
+		t.add(grant)
+	}
+	return nil
+}
+
+// Allowed reports whether Authorize would allow the call; an error reading
+// the grants counts as no. Console pages use it to decide what to offer.
+func (a *Authorizer) Allowed(ctx context.Context, p auth.Principal, verb, namespace, object string) bool {
+	_, err := a.Decide(ctx, p, verb, namespace, object)
+	return err == nil
+}
+
+// Decide is Authorize without the Trail: it returns the grant that allows
+// the call, as audit records name it ("RoleBinding team-a/ops:
+// admin@team-a", "APIKey ci: editor@team-a", "system").
+func (a *Authorizer) Decide(ctx context.Context, p auth.Principal, verb, namespace, object string) (string, error) {
 	if p.System {
-		return nil
+		return PolicySystem, nil
 	}
 	dom := namespace
 	if dom == "" {
@@ -108,31 +134,31 @@ func (a *Authorizer) Authorize(ctx context.Context, p auth.Principal, verb, name
 	}
 	sub, implicitRole, implicitNS := subjectOf(p)
 	if p.Tenant == "" || sub == "" {
-		return a.denied(p, sub, verb, namespace, object)
+		return "", a.denied(p, sub, verb, namespace, object)
 	}
 	e, err := a.entry(ctx, p.Tenant)
 	if err != nil {
-		return err
+		return "", err
 	}
 	key := decisionKey{kind: p.Kind, subject: sub, implicitRole: implicitRole, implicitNS: implicitNS, dom: dom, obj: object, act: verb}
 	e.mu.RLock()
-	allowed, hit := e.memo[key]
+	d, hit := e.memo[key]
 	e.mu.RUnlock()
 	if !hit {
-		allowed, err = e.decide(key)
+		d, err = e.decide(key)
 		if err != nil {
-			return fmt.Errorf("authorize %s %s %s: %w", sub, verb, object, err)
+			return "", fmt.Errorf("authorize %s %s %s: %w", sub, verb, object, err)
 		}
 		e.mu.Lock()
 		if len(e.memo) < maxMemo {
-			e.memo[key] = allowed
+			e.memo[key] = d
 		}
 		e.mu.Unlock()
 	}
-	if !allowed {
-		return a.denied(p, sub, verb, namespace, object)
+	if !d.allowed {
+		return "", a.denied(p, sub, verb, namespace, object)
 	}
-	return nil
+	return d.grant, nil
 }
 
 func (a *Authorizer) denied(p auth.Principal, sub, verb, namespace, object string) error {
@@ -145,20 +171,71 @@ func (a *Authorizer) denied(p auth.Principal, sub, verb, namespace, object strin
 	return fmt.Errorf("%w: %s may not %s %s in namespace %q", auth.ErrForbidden, sub, verb, object, namespace)
 }
 
+// decision is one memoized answer: allowed, and by which grant.
+type decision struct {
+	allowed bool
+	grant   string
+}
+
 // decide asks Casbin: the subject's own grants (RoleBindings, owners), then
 // the implicit grant its credential carries (an API key's role in its
-// namespace, a workload's agent role in its namespace).
-func (e *entry) decide(k decisionKey) (bool, error) {
-	ok, err := e.enforcer.Enforce(k.subject, k.dom, k.obj, k.act)
-	if err != nil || ok {
-		return ok, err
+// namespace, a workload's agent role in its namespace). The policy line
+// Casbin matched names the role; the grant is the subject's grant of that
+// role reaching the domain.
+func (e *entry) decide(k decisionKey) (decision, error) {
+	ok, explain, err := e.enforcer.EnforceEx(k.subject, k.dom, k.obj, k.act)
+	if err != nil {
+		return decision{}, err
+	}
+	if ok {
+		return decision{allowed: true, grant: e.grantOf(k.subject, explain, k.dom)}, nil
 	}
 	if k.implicitRole == "" || (k.implicitNS != auth.AllNamespaces && k.implicitNS != k.dom) {
-		return false, nil
+		return decision{}, nil
 	}
 	// A role subject holds itself in every domain (Casbin's role manager
 	// links a name to itself), so this asks "does the role allow it?".
-	return e.enforcer.Enforce(roleSubject(k.implicitRole), k.dom, k.obj, k.act)
+	ok, err = e.enforcer.Enforce(roleSubject(k.implicitRole), k.dom, k.obj, k.act)
+	if err != nil || !ok {
+		return decision{}, err
+	}
+	return decision{allowed: true, grant: credentialGrant(k)}, nil
+}
+
+// grantOf returns the grant of subject that made Casbin match the policy
+// line explain (role, domain, object, verb) in domain dom: a grant in dom
+// itself before a tenant-wide one.
+func (e *entry) grantOf(subject string, explain []string, dom string) string {
+	role := ""
+	if len(explain) > 0 {
+		role = strings.TrimPrefix(explain[0], "role:")
+	}
+	var wide *Grant
+	for i, g := range e.grants[subject] {
+		if g.Role != role {
+			continue
+		}
+		if g.Domain == dom {
+			return g.String()
+		}
+		if g.Domain == AllDomains && wide == nil {
+			wide = &e.grants[subject][i]
+		}
+	}
+	if wide != nil {
+		return wide.String()
+	}
+	return subject + ": " + role + "@" + dom
+}
+
+// credentialGrant names the implicit grant of a credential's own scope.
+func credentialGrant(k decisionKey) string {
+	switch k.kind {
+	case auth.KindAgent:
+		return "workload token " + strings.TrimPrefix(k.subject, "agent:") + ": " + k.implicitRole + "@" + k.implicitNS
+	default:
+		return "APIKey " + strings.TrimPrefix(k.subject, "apikey:") + ": " + k.implicitRole + "@" + k.implicitNS
+	}
 }
 
 // subjectOf maps a principal to its Casbin subject and the implicit grant
@@ -233,13 +310,17 @@ func (a *Authorizer) build(ctx context.Context, tenant string, owners []string, 
 	}
 	grants := b.Grants
 	for _, o := range owners {
-		grants = append(grants, Grant{Subject: UserSubject(o), Role: auth.RoleOwner, Domain: AllDomains})
+		grants = append(grants, Grant{Subject: UserSubject(o), Role: auth.RoleOwner, Domain: AllDomains, Source: "owner " + strings.ToLower(o)})
+	}
+	bySubject := map[string][]Grant{}
+	for _, g := range grants {
+		bySubject[g.Subject] = append(bySubject[g.Subject], g)
 	}
 	enf, err := newEnforcer(grants)
 	if err != nil {
 		return nil, fmt.Errorf("authz: tenant %q: %w", tenant, err)
 	}
-	return &entry{enforcer: enf, resourceVersion: b.ResourceVersion, expires: now.Add(TTL), memo: map[decisionKey]bool{}}, nil
+	return &entry{enforcer: enf, resourceVersion: b.ResourceVersion, expires: now.Add(TTL), grants: bySubject, memo: map[decisionKey]decision{}}, nil
 }
 
 // newEnforcer builds a Casbin enforcer over the matrix and grants.

@@ -326,7 +326,7 @@ func TestLoadBindings(t *testing.T) {
 		got, err = authz.LoadBindings(ctx, r)
 		return err
 	}))
-	require.Equal(t, []authz.Grant{{Subject: "group:sre", Role: auth.RoleViewer, Domain: "team-a"}}, got.Grants)
+	require.Equal(t, []authz.Grant{{Subject: "group:sre", Role: auth.RoleViewer, Domain: "team-a", Source: "RoleBinding team-a/v"}}, got.Grants)
 	require.Len(t, got.Skipped, 1)
 	require.Positive(t, got.ResourceVersion)
 }
@@ -379,4 +379,58 @@ func TestConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 	require.True(t, allowed(t, b.az, key(auth.RoleEditor, "team-a"), auth.VerbApply, "team-a", "agents"))
+}
+
+// TestEffectivePolicy checks that the grant that allowed a call, not the
+// role the principal carries, is what the audit record names.
+func TestEffectivePolicy(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sqliteURL(t))
+	b.bind(t, "team-a", "ops-admins", auth.RoleAdmin, resource.RoleSubject{Kind: authz.SubjectUser, Name: "ann@example.com"})
+	b.bind(t, "team-b", "everyone", auth.RoleViewer, resource.RoleSubject{Kind: authz.SubjectUser, Name: "ann@example.com"})
+	tests := []struct {
+		name          string
+		p             auth.Principal
+		verb, ns, obj string
+		want          string
+	}{
+		{"person admin by binding", user("ann@example.com"), auth.VerbApply, "team-a", "rolebindings", "RoleBinding team-a/ops-admins: admin@team-a"},
+		{"person viewer elsewhere", user("ann@example.com"), auth.VerbGet, "team-b", "agents", "RoleBinding team-b/everyone: viewer@team-b"},
+		{"api key scope", key(auth.RoleEditor, "team-a"), auth.VerbApply, "team-a", "agents", "APIKey k-editor-team-a: editor@team-a"},
+		{"workload", auth.Principal{Tenant: tenant, Subject: "agent:team-a/bot", Kind: auth.KindAgent, Agent: "bot", Namespace: "team-a"},
+			authz.VerbCreate, "team-a", authz.ObjToolCalls, "workload token team-a/bot: agent@team-a"},
+		{"system", auth.SystemPrincipal(tenant), auth.VerbApply, "", "tenants", authz.PolicySystem},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, trail := authz.WithTrail(context.Background())
+			require.NoError(t, b.az.Authorize(ctx, tc.p, tc.verb, tc.ns, tc.obj))
+			require.Equal(t, tc.want, authz.EffectivePolicy(ctx, tc.p))
+			if !tc.p.System {
+				require.Equal(t, tc.want, trail.Policy())
+			}
+		})
+	}
+	t.Run("refused adds nothing", func(t *testing.T) {
+		ctx, trail := authz.WithTrail(context.Background())
+		require.Error(t, b.az.Authorize(ctx, user("ann@example.com"), auth.VerbApply, "team-b", "agents"))
+		require.Empty(t, trail.Policy())
+		require.Equal(t, authz.PolicyNone, authz.EffectivePolicy(ctx, user("ann@example.com")))
+	})
+	t.Run("tenant owner", func(t *testing.T) {
+		b.az.SetOwners(tenant, []string{"Root@Example.com"})
+		g, err := b.az.Decide(context.Background(), user("root@example.com"), auth.VerbApply, "", "namespaces")
+		require.NoError(t, err)
+		require.Equal(t, "owner root@example.com: owner@*", g)
+	})
+}
+
+func TestMostPrivileged(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, auth.RoleApprover, authz.MostPrivileged(auth.RoleViewer, auth.RoleApprover))
+	require.Equal(t, auth.RoleEditor, authz.MostPrivileged(auth.RoleApprover, auth.RoleEditor))
+	require.Equal(t, auth.RoleAdmin, authz.MostPrivileged(auth.RoleEditor, auth.RoleAdmin, auth.RoleApprover))
+	require.Equal(t, "", authz.MostPrivileged("nope"))
+	require.True(t, authz.Covers(auth.RoleAdmin, auth.RoleApprover))
+	require.False(t, authz.Covers(auth.RoleEditor, auth.RoleApprover))
 }

@@ -9,6 +9,15 @@
 // itself. A small read-only Casbin adapter (adapter.go) turns those into
 // policy lines; there is no policy file and no ORM.
 //
+// It is the only place Warden decides authorization: the control plane,
+// apply, tenants, the console and the gateway ask it, and none keeps a
+// rank or role list of its own (role lists are here: Roles,
+// BindableRoles, NamespaceRoles). Each allowed decision names the grant
+// that matched (a RoleBinding, ownership, a credential's own scope), which
+// Authorize adds to the request's Trail for the audit record's effective
+// policy (trail.go). AuthorizeDecision adds separation of duties to
+// approvals: the requester of a call never decides it (requester.go).
+//
 // One Enforcer is built per tenant on first use and cached until
 // Invalidate(tenant) (called on every RoleBinding or Tenant change) or a
 // 30-second TTL; decisions are memoized per cache generation, so a repeated

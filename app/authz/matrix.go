@@ -240,3 +240,56 @@ func policyLines() [][]string {
 // AllDomains is the Casbin domain of tenant-wide grants and of tenant-scope
 // objects.
 const AllDomains = "*"
+
+// NamespaceRoles are the four namespace roles, least privileged first: what
+// tenants/ and SSO sign-in bind people to, what an API key may be minted
+// with and what the console offers. Break-glass is bound deliberately in a
+// RoleBinding of its own, owner is a member flag, agent a workload's.
+func NamespaceRoles() []string {
+	return []string{auth.RoleViewer, auth.RoleApprover, auth.RoleEditor, auth.RoleAdmin}
+}
+
+// IsNamespaceRole reports whether role is one of NamespaceRoles.
+func IsNamespaceRole(role string) bool {
+	for _, r := range NamespaceRoles() {
+		if r == role {
+			return true
+		}
+	}
+	return false
+}
+
+// Covers reports whether role a allows everything role b allows.
+func Covers(a, b string) bool {
+	have := map[Permission]bool{}
+	for _, p := range Permissions(a) {
+		have[p] = true
+	}
+	for _, p := range Permissions(b) {
+		if !have[p] {
+			return false
+		}
+	}
+	return Permissions(a) != nil
+}
+
+// MostPrivileged returns the role of roles that allows the most, by the
+// matrix: one that covers every other when there is one, else the one with
+// the most permissions (editor before approver: neither covers the other).
+// Unknown roles are ignored; "" when none is known.
+func MostPrivileged(roles ...string) string {
+	best := ""
+	for _, r := range roles {
+		if Permissions(r) == nil {
+			continue
+		}
+		switch {
+		case best == "":
+			best = r
+		case Covers(best, r):
+		case Covers(r, best) || len(Permissions(r)) > len(Permissions(best)):
+			best = r
+		}
+	}
+	return best
+}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/warden-dev/warden/app/client"
+	"github.com/warden-dev/warden/app/api"
 )
 
 func newAPIKeysCmd(a *app) *cobra.Command {
@@ -25,7 +25,7 @@ bound to an agent (--agent) has role agent and is meant for the workload token e
 }
 
 func newAPIKeysCreateCmd(a *app) *cobra.Command {
-	var req client.APIKeyCreateRequest
+	var req api.APIKeyCreateRequest
 	var output string
 	cmd := &cobra.Command{
 		Use:   "create NAME",

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/warden-dev/warden/app/api"
 	"github.com/warden-dev/warden/app/client"
 	"github.com/warden-dev/warden/app/clientconfig"
 	"github.com/warden-dev/warden/app/resource"
@@ -51,7 +52,7 @@ func newApprovalsLsCmd(a *app) *cobra.Command {
 				return err
 			}
 			switch o.status {
-			case "all", client.ApprovalPending, client.ApprovalApproved, client.ApprovalDenied, client.ApprovalExpired, client.ApprovalOverridden:
+			case "all", resource.ApprovalPending, resource.ApprovalApproved, resource.ApprovalDenied, resource.ApprovalExpired, resource.ApprovalOverridden:
 			default:
 				return usagef("unknown --status %q: use pending, approved, denied, expired, overridden or all", o.status)
 			}
@@ -63,7 +64,7 @@ func newApprovalsLsCmd(a *app) *cobra.Command {
 	}
 	a.addNamespaceFlag(cmd)
 	f := cmd.Flags()
-	f.StringVar(&o.status, "status", client.ApprovalPending, "pending, approved, denied, expired, overridden or all")
+	f.StringVar(&o.status, "status", resource.ApprovalPending, "pending, approved, denied, expired, overridden or all")
 	f.StringVar(&o.agent, "agent", "", "only the approvals of this agent's calls")
 	f.StringVar(&o.tool, "tool", "", "only the approvals of this tool")
 	f.StringVar(&o.since, "since", "", "only approvals created after this (a duration such as 1h, or an RFC 3339 time)")
@@ -86,7 +87,7 @@ func (a *app) approvalsLs(ctx context.Context, o approvalsLsOptions) error {
 	}
 	switch o.output {
 	case outJSON, outYAML:
-		out := &client.List{APIVersion: resource.GroupVersion, Kind: resource.KindApproval + "List", Items: list.Items}
+		out := &api.List{APIVersion: resource.GroupVersion, Kind: resource.KindApproval + "List", Items: list.Items}
 		out.Metadata.ResourceVersion = list.Metadata.ResourceVersion
 		if o.output == outJSON {
 			return writeJSON(a.env.Stdout, out)
@@ -131,7 +132,7 @@ func (a *app) approvalsLs(ctx context.Context, o approvalsLsOptions) error {
 // expiresIn renders when a pending approval expires: "in 23h", "expired";
 // "-" once decided.
 func expiresIn(ap *client.Approval, now time.Time) string {
-	if ap.Status.Status != client.ApprovalPending || ap.Spec.ExpiresAt == "" {
+	if ap.Status.Status != resource.ApprovalPending || ap.Spec.ExpiresAt == "" {
 		return "-"
 	}
 	t, err := time.Parse(time.RFC3339Nano, ap.Spec.ExpiresAt)
@@ -211,7 +212,7 @@ func (o *decideOptions) check(cmd *cobra.Command, args []string, override bool) 
 	if strings.HasPrefix(o.id, "tc-") {
 		o.id = client.ApprovalName(o.id)
 	}
-	if o.decision != client.DecisionApprove && o.decision != client.DecisionDeny {
+	if o.decision != api.DecisionApprove && o.decision != api.DecisionDeny {
 		return usagef("%s: --decision must be approve or deny, not %q", cmd.CommandPath(), o.decision)
 	}
 	if override && strings.TrimSpace(o.reason) == "" {
@@ -228,7 +229,7 @@ func (a *app) decide(ctx context.Context, o decideOptions, override bool) error 
 	if err != nil {
 		return err
 	}
-	req := client.DecideRequest{Decision: o.decision, Rationale: o.reason}
+	req := api.DecideRequest{Decision: o.decision, Rationale: o.reason}
 	var ap *client.Approval
 	if override {
 		ap, err = c.ApprovalOverride(ctx, o.id, req)
@@ -245,13 +246,13 @@ func (a *app) decide(ctx context.Context, o decideOptions, override bool) error 
 	if o.output == outJSON {
 		return writeJSON(a.env.Stdout, ap.Object)
 	}
-	verb := map[string]string{client.DecisionApprove: "approved", client.DecisionDeny: "denied"}[o.decision]
+	verb := map[string]string{api.DecisionApprove: "approved", api.DecisionDeny: "denied"}[o.decision]
 	if override {
 		verb += " (break-glass override)"
 	}
 	msg := fmt.Sprintf("approval %s %s by %s", ap.Name(), verb, orNone(ap.Status.DecidedBy))
 	if call := ap.Spec.ToolCallRef.Name; call != "" {
-		if o.decision == client.DecisionApprove {
+		if o.decision == api.DecisionApprove {
 			msg += "; tool call " + call + " resumes"
 		} else {
 			msg += "; tool call " + call + " is denied"

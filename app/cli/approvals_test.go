@@ -82,7 +82,11 @@ func TestApprovalCommands(t *testing.T) {
 			name: "deny without a namespace", args: bare("approvals", "decide", ap2, "--decision", "deny", "--reason", "not eligible"), env: bareHome,
 			wantOut: []string{"approval " + ap2 + " denied by apikey:admin; tool call " + call2 + " is denied\n"},
 			after: func(t *testing.T) {
-				require.Equal(t, "Denied", wait(call2).phase())
+				// The agent waiting on it gets the documented error.
+				r := wait(call2)
+				require.Equal(t, http.StatusForbidden, r.status, "%v", r.body)
+				require.Equal(t, "ApprovalDenied", r.body["error"].(map[string]any)["code"])
+				require.Equal(t, call2, r.name())
 			},
 		},
 		{

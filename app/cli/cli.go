@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/warden-dev/warden/app/api"
 	"github.com/warden-dev/warden/app/apierr"
 	"github.com/warden-dev/warden/app/client"
 )
@@ -170,7 +171,7 @@ func report(w io.Writer, err error) int {
 // "document 2 (Tool zendesk.reply): spec.sideEffect: NotSupported: …".
 // Document numbers are one-based for people; the wire index is zero-based.
 // When origins is not nil, the file a document came from is named too.
-func formatDiagnostic(d client.Diagnostic, origins []origin) string {
+func formatDiagnostic(d api.Diagnostic, origins []origin) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "document %d", d.Document+1)
 	var what []string

@@ -21,8 +21,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
 
+	"github.com/warden-dev/warden/app/api"
 	"github.com/warden-dev/warden/app/apierr"
-	"github.com/warden-dev/warden/app/client"
 	"github.com/warden-dev/warden/app/clientconfig"
 	"github.com/warden-dev/warden/app/resource"
 )
@@ -83,9 +83,9 @@ func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.Method == "GET" && r.URL.Path == "/v1/resources":
 		f.watch(w, r)
 	case r.Method == "GET" && len(parts) == 1 && parts[0] == "namespaces":
-		reply(w, client.List{Kind: "NamespaceList", Items: []*resource.Object{
+		reply(w, api.List{Kind: "NamespaceList", Items: []*resource.Object{
 			obj("Namespace", "", "default", nil, nil), obj("Namespace", "", "team-a", nil, nil),
-		}, Metadata: client.ListMeta{ResourceVersion: strconv.Itoa(f.rv)}})
+		}, Metadata: api.ListMeta{ResourceVersion: strconv.Itoa(f.rv)}})
 	case len(parts) == 3 && parts[0] == "namespaces" && r.Method == "GET":
 		f.list(w, r, parts[1], parts[2])
 	case len(parts) == 4 && parts[0] == "namespaces":
@@ -116,11 +116,11 @@ func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (f *fakeServer) bulk(w http.ResponseWriter, r *http.Request, verb string) {
 	body, _ := io.ReadAll(r.Body)
 	var docs []*resource.Object
-	var diags []client.Diagnostic
+	var diags []api.Diagnostic
 	for i, d := range strings.Split(string(body), "---\n") {
 		var o resource.Object
 		if err := yaml.Unmarshal([]byte(d), &o); err != nil {
-			diags = append(diags, client.Diagnostic{Document: i, Code: "Invalid", Message: err.Error()})
+			diags = append(diags, api.Diagnostic{Document: i, Code: "Invalid", Message: err.Error()})
 			continue
 		}
 		if o.Metadata.Namespace == "" {
@@ -128,12 +128,12 @@ func (f *fakeServer) bulk(w http.ResponseWriter, r *http.Request, verb string) {
 		}
 		if o.Kind == "Tool" {
 			if se, _ := o.Spec["sideEffect"].(string); !contains(sideEffects, se) {
-				diags = append(diags, client.Diagnostic{Document: i, Kind: o.Kind, Namespace: o.Metadata.Namespace, Name: o.Metadata.Name,
+				diags = append(diags, api.Diagnostic{Document: i, Kind: o.Kind, Namespace: o.Metadata.Namespace, Name: o.Metadata.Name,
 					Path: "spec.sideEffect", Code: "NotSupported", Message: fmt.Sprintf("%q is not a side-effect class", se)})
 			}
 		}
 		if o.Kind == "Deployment" && o.Spec["environment"] == "prod" {
-			diags = append(diags, client.Diagnostic{Document: i, Kind: o.Kind, Namespace: o.Metadata.Namespace, Name: o.Metadata.Name,
+			diags = append(diags, api.Diagnostic{Document: i, Kind: o.Kind, Namespace: o.Metadata.Namespace, Name: o.Metadata.Name,
 				Code: "PolicyDenied", Message: "financial tools need approval in prod", Policy: "prod-guard@1"})
 		}
 		docs = append(docs, &o)
@@ -144,26 +144,26 @@ func (f *fakeServer) bulk(w http.ResponseWriter, r *http.Request, verb string) {
 	}
 	switch verb {
 	case "validate":
-		res := client.ValidationResult{Kind: "ValidationResult", Valid: true}
+		res := api.ValidationResult{Kind: "ValidationResult", Valid: true}
 		for _, o := range docs {
-			res.Items = append(res.Items, client.ItemRef{Kind: o.Kind, Namespace: o.Metadata.Namespace, Name: o.Metadata.Name})
+			res.Items = append(res.Items, api.ApplyItem{Kind: o.Kind, Namespace: o.Metadata.Namespace, Name: o.Metadata.Name})
 		}
 		reply(w, res)
 	case "diff":
-		res := client.DiffResult{Kind: "DiffResult"}
+		res := api.DiffResult{Kind: "DiffResult"}
 		for _, o := range docs {
-			it := client.DiffItem{Kind: o.Kind, Namespace: o.Metadata.Namespace, Name: o.Metadata.Name, Action: client.DiffUnchanged}
+			it := api.DiffItem{Kind: o.Kind, Namespace: o.Metadata.Namespace, Name: o.Metadata.Name, Action: api.DiffUnchanged}
 			cur, ok := f.objects[o.Key()]
 			switch {
 			case !ok:
-				it.Action = client.DiffCreate
+				it.Action = api.DiffCreate
 			case !reflect.DeepEqual(cur.Spec, o.Spec):
-				it.Action = client.DiffUpdate
+				it.Action = api.DiffUpdate
 				for k, v := range o.Spec {
 					if old, had := cur.Spec[k]; !had {
-						it.Changes = append(it.Changes, client.Change{Path: "spec." + k, Op: "add", New: v})
+						it.Changes = append(it.Changes, resource.FieldChange{Path: "spec." + k, Op: "add", New: v})
 					} else if !reflect.DeepEqual(old, v) {
-						it.Changes = append(it.Changes, client.Change{Path: "spec." + k, Op: "replace", Old: old, New: v})
+						it.Changes = append(it.Changes, resource.FieldChange{Path: "spec." + k, Op: "replace", Old: old, New: v})
 					}
 				}
 			}
@@ -171,19 +171,19 @@ func (f *fakeServer) bulk(w http.ResponseWriter, r *http.Request, verb string) {
 		}
 		reply(w, res)
 	default:
-		res := client.ApplyResult{APIVersion: resource.GroupVersion, Kind: "ApplyResult"}
+		res := api.ApplyResult{APIVersion: resource.GroupVersion, Kind: "ApplyResult"}
 		for _, o := range docs {
 			f.rv++
-			action := client.ActionCreated
+			action := api.ActionCreated
 			if cur, ok := f.objects[o.Key()]; ok {
-				action = client.ActionConfigured
+				action = api.ActionConfigured
 				o.Metadata.Generation = cur.Metadata.Generation + 1
 			} else {
 				o.Metadata.Generation = 1
 			}
 			o.Metadata.ResourceVersion = strconv.Itoa(f.rv)
 			f.objects[o.Key()] = o
-			res.Items = append(res.Items, client.ApplyItem{Kind: o.Kind, Namespace: o.Metadata.Namespace, Name: o.Metadata.Name,
+			res.Items = append(res.Items, api.ApplyItem{Kind: o.Kind, Namespace: o.Metadata.Namespace, Name: o.Metadata.Name,
 				Action: action, ResourceVersion: o.Metadata.ResourceVersion, Generation: o.Metadata.Generation})
 			if o.Kind == "Agent" {
 				res.Manifests = append(res.Manifests, fmt.Sprintf("%s-g%d", o.Metadata.Name, o.Metadata.Generation))
@@ -213,7 +213,7 @@ func (f *fakeServer) list(w http.ResponseWriter, r *http.Request, ns, plural str
 	sort.Slice(items, func(i, j int) bool { return items[i].Metadata.Name < items[j].Metadata.Name })
 	start, _ := strconv.Atoi(r.URL.Query().Get("continue"))
 	end := min(start+f.pageSize, len(items))
-	l := client.List{APIVersion: k.APIVersion, Kind: k.Kind + "List", Items: items[start:end]}
+	l := api.List{APIVersion: k.APIVersion, Kind: k.Kind + "List", Items: items[start:end]}
 	l.Metadata.ResourceVersion = strconv.Itoa(f.rv)
 	if end < len(items) {
 		l.Metadata.Continue = strconv.Itoa(end)
@@ -242,12 +242,12 @@ func (f *fakeServer) watch(w http.ResponseWriter, r *http.Request) {
 	changed := obj("Agent", "default", "support-bot", map[string]any{"modelRoute": map[string]any{"primary": "claude"}}, map[string]string{"team": "support"})
 	changed.Metadata.CreationTimestamp = "2026-01-01T00:00:00Z"
 	enc := json.NewEncoder(w)
-	for _, ev := range []client.WatchEvent{
-		{Type: client.EventBookmark, Object: &resource.Object{Metadata: resource.ObjectMeta{ResourceVersion: "99"}}},
-		{Type: client.EventModified, Object: changed},
-		{Type: client.EventDeleted, Object: obj("Tool", "default", "zendesk.reply", nil, nil)},
+	for _, ev := range []api.WatchEvent{
+		{Type: api.EventBookmark, Object: &resource.Object{Metadata: resource.ObjectMeta{ResourceVersion: "99"}}},
+		{Type: api.EventModified, Object: changed},
+		{Type: api.EventDeleted, Object: obj("Tool", "default", "zendesk.reply", nil, nil)},
 	} {
-		if ev.Type == client.EventBookmark || sel.Matches(ev.Object) {
+		if ev.Type == api.EventBookmark || sel.Matches(ev.Object) {
 			_ = enc.Encode(ev)
 		}
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/warden-dev/warden/app/client"
+	"github.com/warden-dev/warden/app/api"
 )
 
 func newDiffCmd(a *app) *cobra.Command {
@@ -50,15 +50,15 @@ another code on errors.`,
 //	    spec.modelRoute.primary
 //	-     gpt-4o
 //	+     claude-sonnet
-func printDiff(w io.Writer, res *client.DiffResult) {
+func printDiff(w io.Writer, res *api.DiffResult) {
 	var create, update, same int
 	for _, it := range res.Items {
 		ref := describeRef(it.Kind, it.Namespace, it.Name)
 		switch it.Action {
-		case client.DiffCreate:
+		case api.DiffCreate:
 			create++
 			fmt.Fprintf(w, "+ %s (create)\n", ref)
-		case client.DiffUpdate:
+		case api.DiffUpdate:
 			update++
 			fmt.Fprintf(w, "~ %s (update)\n", ref)
 		default:

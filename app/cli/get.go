@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/warden-dev/warden/app/api"
 	"github.com/warden-dev/warden/app/client"
 	"github.com/warden-dev/warden/app/resource"
 )
@@ -117,7 +118,7 @@ func (a *app) get(ctx context.Context, k resource.KindInfo, name string, o getOp
 		if !o.watch {
 			switch o.output {
 			case outJSON, outYAML:
-				list := &client.List{APIVersion: k.APIVersion, Kind: k.Kind + "List", Items: items}
+				list := &api.List{APIVersion: k.APIVersion, Kind: k.Kind + "List", Items: items}
 				list.Metadata.ResourceVersion = listRV
 				if list.Items == nil {
 					list.Items = []*resource.Object{}
@@ -177,7 +178,7 @@ func (a *app) watch(ctx context.Context, c *client.Client, k resource.KindInfo, 
 	}
 	sel = append(sel, o.filters.selector()...)
 	table := o.output == outTable || o.output == outWide
-	emit := func(ev client.WatchEvent) error {
+	emit := func(ev api.WatchEvent) error {
 		switch o.output {
 		case outJSON:
 			return writeJSON(a.env.Stdout, ev)
@@ -191,13 +192,13 @@ func (a *app) watch(ctx context.Context, c *client.Client, k resource.KindInfo, 
 	if table {
 		rows := make([][]string, len(items))
 		for i, it := range items {
-			rows[i] = append([]string{client.EventAdded}, rowOf(cols, it)...)
+			rows[i] = append([]string{api.EventAdded}, rowOf(cols, it)...)
 		}
-		t.min = []int{len(client.EventModified)}
+		t.min = []int{len(api.EventModified)}
 		t.print(append([]string{"EVENT"}, headerOf(cols)...), rows)
 	} else {
 		for _, it := range items {
-			if err := emit(client.WatchEvent{Type: client.EventAdded, Object: it}); err != nil {
+			if err := emit(api.WatchEvent{Type: api.EventAdded, Object: it}); err != nil {
 				return err
 			}
 		}
@@ -208,9 +209,9 @@ func (a *app) watch(ctx context.Context, c *client.Client, k resource.KindInfo, 
 	}
 	for ev := range events {
 		switch ev.Type {
-		case client.EventError:
+		case api.EventError:
 			return ev.Err
-		case client.EventBookmark:
+		case api.EventBookmark:
 			continue
 		}
 		if ev.Object == nil {

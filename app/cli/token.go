@@ -15,6 +15,7 @@ import (
 
 	"github.com/warden-dev/warden/app/apierr"
 	"github.com/warden-dev/warden/app/client"
+	"github.com/warden-dev/warden/app/workload"
 )
 
 // envAgentKey holds an agent-bound API key for `warden token`.
@@ -78,12 +79,9 @@ func (a *app) printToken(ctx context.Context, o tokenOptions, nsGiven bool) erro
 	if key == "" {
 		return fmt.Errorf("no API key: pass --api-key, set %s, or configure a credential", envAgentKey)
 	}
-	body := map[string]string{"grant_type": "api_key", "api_key": key, "audience": o.audience, "agent": o.agent}
-	if o.env != "" {
-		body["environment"] = o.env
-	}
+	body := workload.TokenRequest{GrantType: workload.GrantAPIKey, APIKey: key, Audience: o.audience, Agent: o.agent, Environment: o.env}
 	if nsGiven {
-		body["namespace"] = conn.Namespace
+		body.Namespace = conn.Namespace
 	}
 	b, err := json.Marshal(body)
 	if err != nil {
@@ -116,9 +114,7 @@ func (a *app) printToken(ctx context.Context, o tokenOptions, nsGiven bool) erro
 		}
 		return &client.APIError{StatusCode: resp.StatusCode, Err: eb.Error}
 	}
-	var tr struct {
-		AccessToken string `json:"access_token"`
-	}
+	var tr workload.TokenResponse
 	if err := json.Unmarshal(raw, &tr); err != nil || tr.AccessToken == "" {
 		return errors.New("the server's token response holds no access_token")
 	}

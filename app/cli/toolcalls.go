@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/warden-dev/warden/app/api"
 	"github.com/warden-dev/warden/app/client"
 	"github.com/warden-dev/warden/app/gateway"
 	"github.com/warden-dev/warden/app/resource"
@@ -82,7 +83,7 @@ func (f recordFilters) selector() []string {
 
 // list lists every resource of kind k in ns, through the filtered list
 // endpoints for tool calls and approvals.
-func (f recordFilters) list(ctx context.Context, c *client.Client, k resource.KindInfo, ns, selector string) (*client.List, error) {
+func (f recordFilters) list(ctx context.Context, c *client.Client, k resource.KindInfo, ns, selector string) (*api.List, error) {
 	switch k.Kind {
 	case resource.KindToolCall:
 		return c.ToolCallListAll(ctx, ns, client.ToolCallListOptions{Agent: f.agent, Tool: f.tool, Phase: f.phase, Since: f.since, Selector: selector})

@@ -22,7 +22,6 @@ import (
 
 	"github.com/warden-dev/warden/app/agbom"
 	"github.com/warden-dev/warden/app/clientconfig"
-	"github.com/warden-dev/warden/app/compile"
 	"github.com/warden-dev/warden/app/gateway"
 	"github.com/warden-dev/warden/app/oidc"
 	"github.com/warden-dev/warden/app/sandbox"
@@ -358,12 +357,13 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		ControlAddr:    net.JoinHostPort(listenHost, controlPort),
 		GatewayAddr:    gatewayAddr,
 		RouterAddr:     routerAddr,
-		Compile:        compile.Options{ToolGatewayURL: gatewayURL},
+		Compile:        manifestURLs(scheme, listenHost, publicURL, gatewayURL),
 		TLSCertFile:    tlsOpts.cert,
 		TLSKeyFile:     tlsOpts.key,
 		Keyring:        keyring,
 		PublicURL:      publicURL,
 		OIDC:           oidcCfg,
+		LocalSignIn:    oidcCfg == nil,
 		Signup:         people.signup,
 		SignupLimit:    oidc.RateLimit{Attempts: people.signupsPerHour, Window: time.Hour},
 		ChangeHistory:  changeHistory,
@@ -406,7 +406,7 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 	if oidcCfg != nil {
 		fmt.Fprintf(w, "  console sign-in          %s (redirect URL %s)\n", people.issuer, oidcCfg.RedirectURL)
 	} else {
-		fmt.Fprintf(w, "  console sign-in          none (local mode: use the CLI and API keys; --oidc-issuer enables it)\n")
+		fmt.Fprintf(w, "  console sign-in          %s\n", localSignIn(ctx, srv, controlURL, logger))
 	}
 	if sandboxErr != nil {
 		fmt.Fprintf(w, "  OS tool sandbox          unavailable (%v)\n", sandboxErr)

@@ -8,22 +8,8 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/warden-dev/warden/app/api"
 	"github.com/warden-dev/warden/app/resource"
-)
-
-// Decisions of an approver.
-const (
-	DecisionApprove = "approve"
-	DecisionDeny    = "deny"
-)
-
-// Approval statuses (status.status of an Approval).
-const (
-	ApprovalPending    = "pending"
-	ApprovalApproved   = "approved"
-	ApprovalDenied     = "denied"
-	ApprovalExpired    = "expired"
-	ApprovalOverridden = "overridden"
 )
 
 // ApprovalListOptions filters a list of approvals. Empty fields do not
@@ -33,7 +19,7 @@ type ApprovalListOptions struct {
 	Agent string
 	// Tool keeps the approvals of one tool.
 	Tool string
-	// Status keeps the approvals in one status, e.g. ApprovalPending.
+	// Status keeps the approvals in one status, e.g. resource.ApprovalPending.
 	Status string
 	// Since keeps the approvals created after it: a duration back from
 	// now ("1h") or an RFC 3339 time.
@@ -52,13 +38,13 @@ func (o ApprovalListOptions) query() url.Values {
 
 // ApprovalList reads one page of the approvals of namespace ns
 // (GET /v1/namespaces/{ns}/approvals?agent=…&tool=…&status=…&since=…).
-func (c *Client) ApprovalList(ctx context.Context, ns string, opts ApprovalListOptions) (*List, error) {
+func (c *Client) ApprovalList(ctx context.Context, ns string, opts ApprovalListOptions) (*api.List, error) {
 	return c.listFiltered(ctx, "approvals", ns, opts.query())
 }
 
 // ApprovalListAll follows continue tokens from opts.Continue to the last
-// page and returns every matching approval in one List.
-func (c *Client) ApprovalListAll(ctx context.Context, ns string, opts ApprovalListOptions) (*List, error) {
+// page and returns every matching approval in one api.List.
+func (c *Client) ApprovalListAll(ctx context.Context, ns string, opts ApprovalListOptions) (*api.List, error) {
 	return c.listAllFiltered(ctx, "approvals", ns, opts.query())
 }
 
@@ -71,21 +57,13 @@ func (c *Client) ApprovalGet(ctx context.Context, ns, name string) (*Approval, e
 	return DecodeApproval(o)
 }
 
-// DecideRequest is the body of the decide and override endpoints.
-type DecideRequest struct {
-	// Decision is DecisionApprove or DecisionDeny.
-	Decision string `json:"decision"`
-	// Rationale is the approver's reason; an override needs one.
-	Rationale string `json:"rationale,omitempty"`
-}
-
 // ApprovalDecide records a decision on a pending approval and returns the
 // decided approval. With a namespace it posts to
 // /v1/namespaces/{ns}/approvals/{name}/decide; with ns "" to
 // /v1/approvals/{name}/decide, where the server finds the approval among
 // the namespaces the credential reaches. A decided, expired or cancelled
 // approval answers 409 Conflict.
-func (c *Client) ApprovalDecide(ctx context.Context, ns, name string, req DecideRequest) (*Approval, error) {
+func (c *Client) ApprovalDecide(ctx context.Context, ns, name string, req api.DecideRequest) (*Approval, error) {
 	if name == "" {
 		return nil, errors.New("an approval name is required")
 	}
@@ -99,14 +77,14 @@ func (c *Client) ApprovalDecide(ctx context.Context, ns, name string, req Decide
 // ApprovalOverride is the break-glass decision (POST
 // /v1/approvals/{name}/override): it needs the breakglass role and a
 // rationale, and records status overridden.
-func (c *Client) ApprovalOverride(ctx context.Context, name string, req DecideRequest) (*Approval, error) {
+func (c *Client) ApprovalOverride(ctx context.Context, name string, req api.DecideRequest) (*Approval, error) {
 	if name == "" {
 		return nil, errors.New("an approval name is required")
 	}
 	return c.decide(ctx, "/v1/approvals/"+url.PathEscape(name)+"/override", req)
 }
 
-func (c *Client) decide(ctx context.Context, path string, req DecideRequest) (*Approval, error) {
+func (c *Client) decide(ctx context.Context, path string, req api.DecideRequest) (*Approval, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
 		return nil, fmt.Errorf("encode decision: %w", err)

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strconv"
 
+	"github.com/warden-dev/warden/app/api"
 	"github.com/warden-dev/warden/app/audit"
 )
 
@@ -21,15 +22,8 @@ type AuditListOptions struct {
 	Limit int
 }
 
-// AuditList is one page of audit records.
-type AuditList struct {
-	Items []audit.Record `json:"items"`
-	// Next is the After value of the next page; empty on the last page.
-	Next string `json:"next"`
-}
-
 // AuditList reads one page of the tenant's audit log, in chain order.
-func (c *Client) AuditList(ctx context.Context, opts AuditListOptions) (*AuditList, error) {
+func (c *Client) AuditList(ctx context.Context, opts AuditListOptions) (*api.AuditList, error) {
 	q := url.Values{}
 	for k, v := range map[string]string{"actor": opts.Actor, "verb": opts.Verb, "namespace": opts.Namespace, "since": opts.Since} {
 		if v != "" {
@@ -42,7 +36,7 @@ func (c *Client) AuditList(ctx context.Context, opts AuditListOptions) (*AuditLi
 	if opts.Limit > 0 {
 		q.Set("limit", strconv.Itoa(opts.Limit))
 	}
-	var out AuditList
+	var out api.AuditList
 	if err := c.doJSON(ctx, http.MethodGet, "/v1/audit", q, "", nil, &out); err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/warden-dev/warden/app/api"
 	"github.com/warden-dev/warden/app/apierr"
 )
 
@@ -209,9 +210,9 @@ func TestWatch(t *testing.T) {
 	var types []string
 	for ev := range ch {
 		types = append(types, ev.Type)
-		if ev.Type == EventError {
+		if ev.Type == api.EventError {
 			require.Error(t, ev.Err)
 		}
 	}
-	require.Equal(t, []string{EventAdded, EventBookmark, EventError}, types)
+	require.Equal(t, []string{api.EventAdded, api.EventBookmark, api.EventError}, types)
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/warden-dev/warden/app/api"
 	"github.com/warden-dev/warden/app/apierr"
 )
 
@@ -45,27 +46,9 @@ func StatusCode(err error) int {
 	return 0
 }
 
-// Diagnostic is one admission problem of an apply, validate or diff body,
-// as carried in error.details.diagnostics of an AdmissionRejected answer.
-type Diagnostic struct {
-	// Document is the zero-based index of the document in the body.
-	Document  int    `json:"document"`
-	Kind      string `json:"kind,omitempty"`
-	Namespace string `json:"namespace,omitempty"`
-	Name      string `json:"name,omitempty"`
-	// Path is the field path, e.g. "spec.tools[2].name".
-	Path string `json:"path,omitempty"`
-	// Code is a field error code (Required, Invalid, NotSupported, …).
-	Code    string `json:"code,omitempty"`
-	Message string `json:"message"`
-	// Policy names the policy that rejected the document as
-	// "<policy>@<version>", when a policy did.
-	Policy string `json:"policy,omitempty"`
-}
-
 // Diagnostics returns the diagnostics of an AdmissionRejected error in
 // err's chain, or nil.
-func Diagnostics(err error) []Diagnostic {
+func Diagnostics(err error) []api.Diagnostic {
 	e, ok := apierr.As(err)
 	if !ok || e.Details == nil {
 		return nil
@@ -78,7 +61,7 @@ func Diagnostics(err error) []Diagnostic {
 	if err != nil {
 		return nil
 	}
-	var out []Diagnostic
+	var out []api.Diagnostic
 	if err := json.Unmarshal(b, &out); err != nil {
 		return nil
 	}

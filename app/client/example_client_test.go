@@ -14,7 +14,7 @@ import (
 func ExampleClient_Apply() {
 	// A stand-in for the control plane; real code points at `warden up`.
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprint(w, `{"apiVersion":"warden.dev/v1alpha1","kind":"ApplyResult",
+		fmt.Fprint(w, `{"apiVersion":"warden.dev/v1alpha1","kind":"api.ApplyResult",
 			"items":[{"kind":"Agent","namespace":"default","name":"support-bot","action":"created","resourceVersion":"3","generation":1}],
 			"manifests":["support-bot-g1"]}`)
 	}))

@@ -10,13 +10,14 @@ import (
 	"net/url"
 	"strconv"
 
+	"github.com/warden-dev/warden/app/api"
 	"github.com/warden-dev/warden/app/resource"
 )
 
 // Apply creates or updates every resource of a multi-document YAML (or
 // JSON) body in one transaction: all or nothing.
-func (c *Client) Apply(ctx context.Context, body []byte) (*ApplyResult, error) {
-	var out ApplyResult
+func (c *Client) Apply(ctx context.Context, body []byte) (*api.ApplyResult, error) {
+	var out api.ApplyResult
 	if err := c.doJSON(ctx, http.MethodPost, "/v1/resources/apply", nil, ContentTypeYAML, body, &out); err != nil {
 		return nil, err
 	}
@@ -24,8 +25,8 @@ func (c *Client) Apply(ctx context.Context, body []byte) (*ApplyResult, error) {
 }
 
 // Validate runs admission on body without writing anything.
-func (c *Client) Validate(ctx context.Context, body []byte) (*ValidationResult, error) {
-	var out ValidationResult
+func (c *Client) Validate(ctx context.Context, body []byte) (*api.ValidationResult, error) {
+	var out api.ValidationResult
 	if err := c.doJSON(ctx, http.MethodPost, "/v1/resources/validate", nil, ContentTypeYAML, body, &out); err != nil {
 		return nil, err
 	}
@@ -33,8 +34,8 @@ func (c *Client) Validate(ctx context.Context, body []byte) (*ValidationResult, 
 }
 
 // Diff compares body with the stored state without writing anything.
-func (c *Client) Diff(ctx context.Context, body []byte) (*DiffResult, error) {
-	var out DiffResult
+func (c *Client) Diff(ctx context.Context, body []byte) (*api.DiffResult, error) {
+	var out api.DiffResult
 	if err := c.doJSON(ctx, http.MethodPost, "/v1/resources/diff", nil, ContentTypeYAML, body, &out); err != nil {
 		return nil, err
 	}
@@ -56,7 +57,7 @@ func (c *Client) Get(ctx context.Context, plural, ns, name string) (*resource.Ob
 }
 
 // List reads one page of resources of a kind in namespace ns.
-func (c *Client) List(ctx context.Context, plural, ns string, opts ListOptions) (*List, error) {
+func (c *Client) List(ctx context.Context, plural, ns string, opts ListOptions) (*api.List, error) {
 	p, err := collectionPath(plural, ns)
 	if err != nil {
 		return nil, err
@@ -74,7 +75,7 @@ func (c *Client) List(ctx context.Context, plural, ns string, opts ListOptions) 
 	if opts.Continue != "" {
 		q.Set("continue", opts.Continue)
 	}
-	var out List
+	var out api.List
 	if err := c.doJSON(ctx, http.MethodGet, p, q, "", nil, &out); err != nil {
 		return nil, err
 	}
@@ -82,10 +83,10 @@ func (c *Client) List(ctx context.Context, plural, ns string, opts ListOptions) 
 }
 
 // ListAll follows continue tokens from opts.Continue to the last page and
-// returns every item in one List. Its resourceVersion is the first page's,
+// returns every item in one api.List. Its resourceVersion is the first page's,
 // so a watch resumed from it misses nothing.
-func (c *Client) ListAll(ctx context.Context, plural, ns string, opts ListOptions) (*List, error) {
-	var all *List
+func (c *Client) ListAll(ctx context.Context, plural, ns string, opts ListOptions) (*api.List, error) {
+	var all *api.List
 	for {
 		page, err := c.List(ctx, plural, ns, opts)
 		if err != nil {
@@ -139,8 +140,8 @@ const maxWatchLine = 16 << 20
 // resourceVersion ("" starts now). Errors before the stream starts, such as
 // 410 Gone for a resume point that is too old, are returned directly. The
 // channel is closed when the server ends the stream or ctx is done; a
-// broken stream delivers one EventError first.
-func (c *Client) Watch(ctx context.Context, selector, resourceVersion string) (<-chan WatchEvent, error) {
+// broken stream delivers one api.EventError first.
+func (c *Client) Watch(ctx context.Context, selector, resourceVersion string) (<-chan api.WatchEvent, error) {
 	q := url.Values{"watch": {"true"}}
 	if selector != "" {
 		q.Set("selector", selector)
@@ -152,11 +153,11 @@ func (c *Client) Watch(ctx context.Context, selector, resourceVersion string) (<
 	if err != nil {
 		return nil, err
 	}
-	ch := make(chan WatchEvent)
+	ch := make(chan api.WatchEvent)
 	go func() {
 		defer close(ch)
 		defer resp.Body.Close()
-		send := func(ev WatchEvent) bool {
+		send := func(ev api.WatchEvent) bool {
 			select {
 			case ch <- ev:
 				return true
@@ -171,9 +172,9 @@ func (c *Client) Watch(ctx context.Context, selector, resourceVersion string) (<
 			if len(line) == 0 {
 				continue
 			}
-			var ev WatchEvent
+			var ev api.WatchEvent
 			if err := json.Unmarshal(line, &ev); err != nil {
-				send(WatchEvent{Type: EventError, Err: fmt.Errorf("decode watch event: %w", err)})
+				send(api.WatchEvent{Type: api.EventError, Err: fmt.Errorf("decode watch event: %w", err)})
 				return
 			}
 			if !send(ev) {
@@ -181,7 +182,7 @@ func (c *Client) Watch(ctx context.Context, selector, resourceVersion string) (<
 			}
 		}
 		if err := sc.Err(); err != nil && ctx.Err() == nil && !errors.Is(err, context.Canceled) {
-			send(WatchEvent{Type: EventError, Err: fmt.Errorf("read watch stream: %w", err)})
+			send(api.WatchEvent{Type: api.EventError, Err: fmt.Errorf("read watch stream: %w", err)})
 		}
 	}()
 	return ch, nil

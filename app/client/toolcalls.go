@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/warden-dev/warden/app/api"
 	"github.com/warden-dev/warden/app/resource"
 )
 
@@ -38,14 +39,14 @@ func (o ToolCallListOptions) query() url.Values {
 
 // ToolCallList reads one page of the tool calls of namespace ns
 // (GET /v1/namespaces/{ns}/toolcalls?agent=…&tool=…&phase=…&since=…).
-func (c *Client) ToolCallList(ctx context.Context, ns string, opts ToolCallListOptions) (*List, error) {
+func (c *Client) ToolCallList(ctx context.Context, ns string, opts ToolCallListOptions) (*api.List, error) {
 	return c.listFiltered(ctx, "toolcalls", ns, opts.query())
 }
 
 // ToolCallListAll follows continue tokens from opts.Continue to the last
-// page and returns every matching tool call in one List, oldest first
+// page and returns every matching tool call in one api.List, oldest first
 // (call names sort by creation time).
-func (c *Client) ToolCallListAll(ctx context.Context, ns string, opts ToolCallListOptions) (*List, error) {
+func (c *Client) ToolCallListAll(ctx context.Context, ns string, opts ToolCallListOptions) (*api.List, error) {
 	return c.listAllFiltered(ctx, "toolcalls", ns, opts.query())
 }
 
@@ -144,12 +145,12 @@ func filterQuery(filters map[string]string, selector string, limit int, cont str
 }
 
 // listFiltered reads one page of a list with the kind's query filters.
-func (c *Client) listFiltered(ctx context.Context, plural, ns string, q url.Values) (*List, error) {
+func (c *Client) listFiltered(ctx context.Context, plural, ns string, q url.Values) (*api.List, error) {
 	p, err := collectionPath(plural, ns)
 	if err != nil {
 		return nil, err
 	}
-	var out List
+	var out api.List
 	if err := c.doJSON(ctx, http.MethodGet, p, q, "", nil, &out); err != nil {
 		return nil, err
 	}
@@ -159,8 +160,8 @@ func (c *Client) listFiltered(ctx context.Context, plural, ns string, q url.Valu
 // listAllFiltered follows continue tokens, as ListAll does. A filtered
 // page may be empty and still carry a continue token: the server filters
 // by time after reading the page.
-func (c *Client) listAllFiltered(ctx context.Context, plural, ns string, q url.Values) (*List, error) {
-	var all *List
+func (c *Client) listAllFiltered(ctx context.Context, plural, ns string, q url.Values) (*api.List, error) {
+	var all *api.List
 	for {
 		page, err := c.listFiltered(ctx, plural, ns, q)
 		if err != nil {

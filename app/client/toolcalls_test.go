@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/warden-dev/warden/app/api"
 	"github.com/warden-dev/warden/app/apierr"
 	"github.com/warden-dev/warden/app/resource"
 )
@@ -47,7 +48,7 @@ func TestToolCallAndApprovalRequests(t *testing.T) {
 		{
 			name: "approval list",
 			call: func(ctx context.Context, c *Client) error {
-				_, err := c.ApprovalList(ctx, "default", ApprovalListOptions{Status: ApprovalPending, Agent: "bot", Since: "2026-01-01T00:00:00Z"})
+				_, err := c.ApprovalList(ctx, "default", ApprovalListOptions{Status: resource.ApprovalPending, Agent: "bot", Since: "2026-01-01T00:00:00Z"})
 				return err
 			},
 			want: seen{method: "GET", path: "/v1/namespaces/default/approvals", query: "agent=bot&since=2026-01-01T00%3A00%3A00Z&status=pending"},
@@ -56,7 +57,7 @@ func TestToolCallAndApprovalRequests(t *testing.T) {
 			name:  "decide in a namespace",
 			reply: approvalJSON,
 			call: func(ctx context.Context, c *Client) error {
-				_, err := c.ApprovalDecide(ctx, "support", "ap-1", DecideRequest{Decision: DecisionApprove, Rationale: "verified"})
+				_, err := c.ApprovalDecide(ctx, "support", "ap-1", api.DecideRequest{Decision: api.DecisionApprove, Rationale: "verified"})
 				return err
 			},
 			want: seen{method: "POST", path: "/v1/namespaces/support/approvals/ap-1/decide", ctype: ContentTypeJSON, body: `{"decision":"approve","rationale":"verified"}`},
@@ -65,7 +66,7 @@ func TestToolCallAndApprovalRequests(t *testing.T) {
 			name:  "decide without a namespace",
 			reply: approvalJSON,
 			call: func(ctx context.Context, c *Client) error {
-				_, err := c.ApprovalDecide(ctx, "", "ap-1", DecideRequest{Decision: DecisionDeny})
+				_, err := c.ApprovalDecide(ctx, "", "ap-1", api.DecideRequest{Decision: api.DecisionDeny})
 				return err
 			},
 			want: seen{method: "POST", path: "/v1/approvals/ap-1/decide", ctype: ContentTypeJSON, body: `{"decision":"deny"}`},
@@ -74,7 +75,7 @@ func TestToolCallAndApprovalRequests(t *testing.T) {
 			name:  "override",
 			reply: approvalJSON,
 			call: func(ctx context.Context, c *Client) error {
-				_, err := c.ApprovalOverride(ctx, "ap-1", DecideRequest{Decision: DecisionApprove, Rationale: "outage"})
+				_, err := c.ApprovalOverride(ctx, "ap-1", api.DecideRequest{Decision: api.DecisionApprove, Rationale: "outage"})
 				return err
 			},
 			want: seen{method: "POST", path: "/v1/approvals/ap-1/override", ctype: ContentTypeJSON, body: `{"decision":"approve","rationale":"outage"}`},
@@ -108,18 +109,18 @@ func TestApprovalDecideDecodesTheAnswer(t *testing.T) {
 		}
 		_, _ = io.WriteString(w, approvalJSON)
 	})
-	ap, err := c.ApprovalDecide(t.Context(), "", "ap-1", DecideRequest{Decision: DecisionApprove})
+	ap, err := c.ApprovalDecide(t.Context(), "", "ap-1", api.DecideRequest{Decision: api.DecisionApprove})
 	require.NoError(t, err)
 	require.Equal(t, "ap-1", ap.Name())
 	require.Equal(t, "tc-1", ap.Spec.ToolCallRef.Name)
-	require.Equal(t, ApprovalApproved, ap.Status.Status)
+	require.Equal(t, resource.ApprovalApproved, ap.Status.Status)
 	require.Equal(t, "apikey:admin", ap.Status.DecidedBy)
 
-	_, err = c.ApprovalDecide(t.Context(), "", "ap-gone", DecideRequest{Decision: DecisionApprove})
+	_, err = c.ApprovalDecide(t.Context(), "", "ap-gone", api.DecideRequest{Decision: api.DecisionApprove})
 	require.Equal(t, 409, StatusCode(err))
-	_, err = c.ApprovalDecide(t.Context(), "default", "", DecideRequest{Decision: DecisionApprove})
+	_, err = c.ApprovalDecide(t.Context(), "default", "", api.DecideRequest{Decision: api.DecisionApprove})
 	require.Error(t, err)
-	_, err = c.ApprovalOverride(t.Context(), "", DecideRequest{Decision: DecisionApprove})
+	_, err = c.ApprovalOverride(t.Context(), "", api.DecideRequest{Decision: api.DecisionApprove})
 	require.Error(t, err)
 }
 

@@ -81,6 +81,46 @@ func TestCompileFleetGolden(t *testing.T) {
 	require.Equal(t, string(bytes.TrimSuffix(want, []byte("\n"))), string(got))
 }
 
+// TestCompileFollowsConfiguredAddresses compiles with every service on a
+// non-default port and the control plane behind a public URL: every
+// endpoint of the manifest follows its service's address, none is a
+// default one.
+func TestCompileFollowsConfiguredAddresses(t *testing.T) {
+	t.Parallel()
+	objs := loadFleet(t)
+	o := Options{
+		ControlURL:     "https://warden.example.com",
+		ToolGatewayURL: "http://127.0.0.1:28081",
+		MCPGatewayURL:  "http://127.0.0.1:28082",
+		ModelRouterURL: "http://127.0.0.1:28083",
+		MemoryURL:      "http://127.0.0.1:28084",
+		RAGURL:         "http://127.0.0.1:28085",
+		TraceURL:       "http://127.0.0.1:28086",
+	}.WithDefaults()
+	require.NoError(t, o.Validate())
+	m, errs, err := New(o, policy.NewEngine()).Compile(context.Background(), &fakeReader{objs: objs}, find(objs, resource.KindAgent, "support-bot"))
+	require.NoError(t, err)
+	require.Empty(t, errs)
+	got, err := Canonical(m)
+	require.NoError(t, err)
+
+	golden := filepath.Join("testdata", "support-bot-ports.golden.json")
+	if *update {
+		require.NoError(t, os.WriteFile(golden, append(got, '\n'), 0o644))
+	}
+	want, err := os.ReadFile(golden)
+	require.NoError(t, err, "run go test ./app/compile -run Addresses -update to create it")
+	require.Equal(t, string(bytes.TrimSuffix(want, []byte("\n"))), string(got))
+
+	for _, def := range []string{":8080", ":8081", ":8082", ":8083", ":8084", ":8085", ":8086"} {
+		require.NotContains(t, string(got), "127.0.0.1"+def)
+	}
+	spec, err := resource.DecodeSpec[resource.CompiledAgentManifestSpec](m)
+	require.NoError(t, err)
+	require.Equal(t, "https://warden.example.com/v1/agbom/support-bot", spec.Observability.AbomEndpoint)
+	require.Equal(t, "http://127.0.0.1:28086", spec.Observability.TraceEndpoint)
+}
+
 func TestCompileFields(t *testing.T) {
 	t.Parallel()
 	objs := loadFleet(t)
@@ -325,9 +365,12 @@ func TestOptions(t *testing.T) {
 	t.Parallel()
 	o := Options{ToolGatewayURL: "https://tools.example.com"}.WithDefaults()
 	require.Equal(t, Options{
-		ToolGatewayURL: "https://tools.example.com", MCPGatewayURL: "http://127.0.0.1:8082", MemoryURL: "http://127.0.0.1:8084",
+		ControlURL: "http://127.0.0.1:8080", ToolGatewayURL: "https://tools.example.com", MCPGatewayURL: "http://127.0.0.1:8082",
+		ModelRouterURL: "http://127.0.0.1:8083", MemoryURL: "http://127.0.0.1:8084", RAGURL: "http://127.0.0.1:8085",
 		TraceURL: "http://127.0.0.1:8086", AgBOMURL: "http://127.0.0.1:8080/v1/agbom",
 	}, o)
+	require.Equal(t, "https://warden.example.com/v1/agbom", Options{ControlURL: "https://warden.example.com/"}.WithDefaults().AgBOMURL)
+	require.Equal(t, "https://[::1]:8083", LocalOptions("https", "::1").ModelRouterURL)
 	require.NoError(t, o.Validate())
 	o.TraceURL = "127.0.0.1:8086"
 	require.ErrorContains(t, o.Validate(), "Options.TraceURL")

@@ -6,31 +6,11 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/warden-dev/warden/app/api"
 	"github.com/warden-dev/warden/app/policy"
 	"github.com/warden-dev/warden/app/resource"
 	"github.com/warden-dev/warden/app/store"
 )
-
-// Diagnostic is one reason an apply is rejected, attributed to a document
-// of the apply (DESIGN.md: error.details.diagnostics[]).
-type Diagnostic struct {
-	// Document is the zero-based index of the document in the apply.
-	Document int `json:"document"`
-	// Kind is the kind of that document.
-	Kind string `json:"kind"`
-	// Namespace is the namespace of that document.
-	Namespace string `json:"namespace"`
-	// Name is the name of that document.
-	Name string `json:"name"`
-	// Path is the offending field of that document, e.g. "spec.tools[3].name".
-	Path string `json:"path"`
-	// Code is a field error code: NotFound, Forbidden, Invalid, PolicyDenied, ….
-	Code string `json:"code"`
-	// Message says what is wrong in words a person can act on.
-	Message string `json:"message"`
-	// Policy is "<policy>@<version>" for PolicyDenied.
-	Policy string `json:"policy,omitempty"`
-}
 
 // affected is an agent an apply touches, and the applied document that
 // made it so.
@@ -46,7 +26,7 @@ type affected struct {
 // Reconcile compiles every agent the applied documents affect and runs
 // policy preflight for each environment the agent is deployed to. applied
 // are the documents of one apply as they now stand inside the apply's
-// transaction (r reads through that transaction); a Diagnostic's Document
+// transaction (r reads through that transaction); an api.Diagnostic's Document
 // is an index into applied.
 //
 // Affected agents are the applied Agents, the agents of applied
@@ -54,7 +34,7 @@ type affected struct {
 // MCPServer, Memory or Policy (or that an applied Policy's selector
 // binds). It returns the manifests, sorted by namespace and name, only
 // when there are no diagnostics. The error is only for store failures.
-func (c *Compiler) Reconcile(ctx context.Context, r store.Reader, applied []*resource.Object) ([]*resource.Object, []Diagnostic, error) {
+func (c *Compiler) Reconcile(ctx context.Context, r store.Reader, applied []*resource.Object) ([]*resource.Object, []api.Diagnostic, error) {
 	rc := &reconcile{c: c, res: newResolver(r), applied: applied, index: map[resource.Key]int{}}
 	for i, o := range applied {
 		rc.index[o.Key()] = i
@@ -63,7 +43,7 @@ func (c *Compiler) Reconcile(ctx context.Context, r store.Reader, applied []*res
 		return nil, nil, err
 	}
 	if len(rc.diags) > 0 {
-		slices.SortStableFunc(rc.diags, func(a, b Diagnostic) int { return a.Document - b.Document })
+		slices.SortStableFunc(rc.diags, func(a, b api.Diagnostic) int { return a.Document - b.Document })
 		return nil, rc.diags, nil
 	}
 	slices.SortFunc(rc.manifests, func(a, b *resource.Object) int {
@@ -85,13 +65,13 @@ type reconcile struct {
 	// specs caches decoded agent specs by key: an apply of many
 	// documents asks about the same agents once per document.
 	specs     map[resource.Key]*resource.AgentSpec
-	diags     []Diagnostic
+	diags     []api.Diagnostic
 	manifests []*resource.Object
 }
 
 func (rc *reconcile) diag(doc int, path, code, msg, pol string) {
 	o := rc.applied[doc]
-	rc.diags = append(rc.diags, Diagnostic{Document: doc, Kind: o.Kind, Namespace: o.Metadata.Namespace,
+	rc.diags = append(rc.diags, api.Diagnostic{Document: doc, Kind: o.Kind, Namespace: o.Metadata.Namespace,
 		Name: o.Metadata.Name, Path: path, Code: code, Message: msg, Policy: pol})
 }
 

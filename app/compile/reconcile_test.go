@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/warden-dev/warden/app/api"
 	"github.com/warden-dev/warden/app/resource"
 )
 
@@ -42,7 +43,7 @@ func TestReconcile(t *testing.T) {
 		name          string
 		setup         func(t *testing.T) applyScenario
 		wantManifests []string
-		wantDiags     []Diagnostic
+		wantDiags     []api.Diagnostic
 	}{
 		{
 			name: "the example fleet applies cleanly",
@@ -58,7 +59,7 @@ func TestReconcile(t *testing.T) {
 				objs := append(loadFleet(t), prodDeployment(t))
 				return applyScenario{store: objs, applied: objs}
 			},
-			wantDiags: []Diagnostic{{Document: 19, Kind: "Deployment", Namespace: "default", Name: "support-bot-prod",
+			wantDiags: []api.Diagnostic{{Document: 19, Kind: "Deployment", Namespace: "default", Name: "support-bot-prod",
 				Path: "spec.environment", Code: "PolicyDenied", Policy: "model-guard@1",
 				Message: "model openai:gpt-4o is denied in environment prod by policy model-guard@1 (rule no-gpt4o-in-prod): gpt-4o is not approved for prod; make claude-sonnet the primary model first"}},
 		},
@@ -68,7 +69,7 @@ func TestReconcile(t *testing.T) {
 				prod := prodDeployment(t)
 				return applyScenario{store: append(loadFleet(t), prod), applied: []*resource.Object{prod}}
 			},
-			wantDiags: []Diagnostic{{Document: 0, Kind: "Deployment", Namespace: "default", Name: "support-bot-prod",
+			wantDiags: []api.Diagnostic{{Document: 0, Kind: "Deployment", Namespace: "default", Name: "support-bot-prod",
 				Path: "spec.environment", Code: "PolicyDenied", Policy: "model-guard@1",
 				Message: "model openai:gpt-4o is denied in environment prod by policy model-guard@1 (rule no-gpt4o-in-prod): gpt-4o is not approved for prod; make claude-sonnet the primary model first"}},
 		},
@@ -81,7 +82,7 @@ func TestReconcile(t *testing.T) {
 				agent.Metadata.Generation = 2
 				return applyScenario{store: objs, applied: []*resource.Object{agent}}
 			},
-			wantDiags: []Diagnostic{{Document: 0, Kind: "Agent", Namespace: "default", Name: "support-bot",
+			wantDiags: []api.Diagnostic{{Document: 0, Kind: "Agent", Namespace: "default", Name: "support-bot",
 				Path: "spec.modelRoute.fallback[0]", Code: "PolicyDenied", Policy: "model-guard@1",
 				Message: "model openai:gpt-4o is denied in environment prod by policy model-guard@1 (rule no-gpt4o-in-prod): gpt-4o is not approved for prod; make claude-sonnet the primary model first"}},
 		},
@@ -104,7 +105,7 @@ func TestReconcile(t *testing.T) {
 				model.Spec["capabilities"].(map[string]any)["toolUse"] = false
 				return applyScenario{store: objs, applied: []*resource.Object{model}}
 			},
-			wantDiags: []Diagnostic{{Document: 0, Kind: "Model", Namespace: "default", Name: "claude-sonnet",
+			wantDiags: []api.Diagnostic{{Document: 0, Kind: "Model", Namespace: "default", Name: "claude-sonnet",
 				Path: "spec.capabilities.toolUse", Code: "Forbidden",
 				Message: "model anthropic:claude-sonnet (Model claude-sonnet) lacks toolUse, which agent support-bot requires"}},
 		},
@@ -138,7 +139,7 @@ func TestReconcile(t *testing.T) {
 				dep.Spec["environment"] = "qa"
 				return applyScenario{store: append(objs, dep), applied: []*resource.Object{dep}}
 			},
-			wantDiags: []Diagnostic{
+			wantDiags: []api.Diagnostic{
 				{Document: 0, Kind: "Deployment", Namespace: "default", Name: "support-bot-prod", Path: "spec.environment", Code: "NotFound",
 					Message: `deployment support-bot-prod targets environment "qa", but no Environment "qa" exists`},
 				{Document: 0, Kind: "Deployment", Namespace: "default", Name: "support-bot-prod", Path: "spec.agentRef.name", Code: "NotFound",
@@ -152,7 +153,7 @@ func TestReconcile(t *testing.T) {
 				dep := find(objs, resource.KindDeployment, "support-bot-dev")
 				return applyScenario{store: objs, applied: []*resource.Object{dep}}
 			},
-			wantDiags: []Diagnostic{{Document: 0, Kind: "Deployment", Namespace: "default", Name: "support-bot-dev", Path: "spec.agentRef.name", Code: "NotFound",
+			wantDiags: []api.Diagnostic{{Document: 0, Kind: "Deployment", Namespace: "default", Name: "support-bot-dev", Path: "spec.agentRef.name", Code: "NotFound",
 				Message: `agent support-bot does not compile: spec.tools[5].name: agent support-bot uses tool "shell.exec", but no Tool "shell.exec" exists in namespace default`}},
 		},
 		{
@@ -161,7 +162,7 @@ func TestReconcile(t *testing.T) {
 				objs := remove(loadFleet(t), resource.KindModel, "claude-sonnet")
 				return applyScenario{store: objs, applied: objs}
 			},
-			wantDiags: []Diagnostic{{Document: 15, Kind: "Agent", Namespace: "default", Name: "support-bot", Path: "spec.modelRoute.fallback[0]", Code: "NotFound",
+			wantDiags: []api.Diagnostic{{Document: 15, Kind: "Agent", Namespace: "default", Name: "support-bot", Path: "spec.modelRoute.fallback[0]", Code: "NotFound",
 				Message: `agent support-bot routes to model "claude-sonnet", but no Model "claude-sonnet" exists in namespace default`}},
 		},
 		{
@@ -170,7 +171,7 @@ func TestReconcile(t *testing.T) {
 				p := newPolicyObject("broken", map[string]any{"name": "r", "hooks": []any{"preflight"}, "when": `models.exists(m,`, "action": "deny"})
 				return applyScenario{store: append(loadFleet(t), p), applied: []*resource.Object{p}}
 			},
-			wantDiags: []Diagnostic{{Document: 0, Kind: "Policy", Namespace: "default", Name: "broken", Path: "spec.rules[0].when", Code: "Invalid"}},
+			wantDiags: []api.Diagnostic{{Document: 0, Kind: "Policy", Namespace: "default", Name: "broken", Path: "spec.rules[0].when", Code: "Invalid"}},
 		},
 		{
 			name: "a new policy that denies an existing deployment is blamed on its rule",
@@ -179,7 +180,7 @@ func TestReconcile(t *testing.T) {
 					"when": `environment == "staging" && tools.exists(t, t.sideEffect == "privileged")`, "action": "deny"})
 				return applyScenario{store: append(loadFleet(t), p), applied: []*resource.Object{p}}
 			},
-			wantDiags: []Diagnostic{{Document: 0, Kind: "Policy", Namespace: "default", Name: "no-privileged-in-staging", Path: "spec.rules[0].when",
+			wantDiags: []api.Diagnostic{{Document: 0, Kind: "Policy", Namespace: "default", Name: "no-privileged-in-staging", Path: "spec.rules[0].when",
 				Code: "PolicyDenied", Policy: "no-privileged-in-staging@2",
 				Message: "tool k8s.scale_deployment is denied in environment staging by policy no-privileged-in-staging@2 (rule r)"}},
 		},
@@ -192,7 +193,7 @@ func TestReconcile(t *testing.T) {
 				dep := find(objs, resource.KindDeployment, "support-bot-dev")
 				return applyScenario{store: append(objs, p), applied: []*resource.Object{dep}}
 			},
-			wantDiags: []Diagnostic{{Document: 0, Kind: "Deployment", Namespace: "default", Name: "support-bot-dev", Path: "spec.environment",
+			wantDiags: []api.Diagnostic{{Document: 0, Kind: "Deployment", Namespace: "default", Name: "support-bot-dev", Path: "spec.environment",
 				Code: "PolicyDenied", Policy: "fragile@2",
 				Message: "rule r of policy fragile@2 failed to evaluate at preflight, so it counts as deny (fail closed): no such key: nope (agent support-bot, environment dev)"}},
 		},
@@ -220,7 +221,7 @@ func TestReconcile(t *testing.T) {
 
 func TestDiagnosticJSON(t *testing.T) {
 	t.Parallel()
-	b, err := json.Marshal(Diagnostic{Document: 2, Kind: "Agent", Namespace: "default", Name: "a", Path: "spec", Code: "NotFound", Message: "m"})
+	b, err := json.Marshal(api.Diagnostic{Document: 2, Kind: "Agent", Namespace: "default", Name: "a", Path: "spec", Code: "NotFound", Message: "m"})
 	require.NoError(t, err)
 	require.JSONEq(t, `{"document":2,"kind":"Agent","namespace":"default","name":"a","path":"spec","code":"NotFound","message":"m"}`, string(b))
 }

@@ -53,6 +53,7 @@ func TestApprovalPausesAndResumesOnce(t *testing.T) {
 			require.Equal(t, "Succeeded", done.phase(), string(done.raw))
 			require.Equal(t, "approved", done.body["spec"].(map[string]any)["approval"].(map[string]any)["status"])
 			require.Equal(t, "apikey:admin", done.body["spec"].(map[string]any)["approval"].(map[string]any)["approvedBy"])
+			require.Equal(t, "apikey:admin", done.body["spec"].(map[string]any)["approval"].(map[string]any)["decidedBy"])
 			require.Equal(t, 1, e.tools.count("/refund"))
 
 			again := e.cp(http.MethodPost, "/v1/namespaces/default/approvals/"+ap+"/decide", map[string]any{"decision": "deny"})
@@ -71,9 +72,22 @@ func TestApprovalDenyCancelAndOverride(t *testing.T) {
 	denied := e.pending(300)
 	d := e.cp(http.MethodPost, "/v1/approvals/"+approvalOf(denied.name())+"/decide", map[string]any{"decision": "deny", "rationale": "not eligible"})
 	require.Equal(t, http.StatusOK, d.status, string(d.raw))
+	// The waiting agent gets the documented error, not a 200.
 	got := e.wait(denied.name())
-	require.Equal(t, "Denied", got.phase())
-	require.Equal(t, "ApprovalDenied", got.output()["error"].(map[string]any)["code"])
+	require.Equal(t, http.StatusForbidden, got.status, string(got.raw))
+	require.Equal(t, "ApprovalDenied", got.code(), string(got.raw))
+	require.Equal(t, denied.name(), got.header.Get("Warden-Tool-Call"))
+	details := got.body["error"].(map[string]any)["details"].(map[string]any)
+	require.Equal(t, denied.name(), details["toolCall"])
+	require.Equal(t, "apikey:admin", details["decidedBy"])
+	// The record says who decided, and nobody approved it.
+	rec := e.cp(http.MethodGet, "/v1/namespaces/default/toolcalls/"+denied.name(), nil)
+	require.Equal(t, "Denied", rec.phase())
+	require.Equal(t, "ApprovalDenied", rec.output()["error"].(map[string]any)["code"])
+	appr := rec.body["spec"].(map[string]any)["approval"].(map[string]any)
+	require.Equal(t, "denied", appr["status"])
+	require.Equal(t, "apikey:admin", appr["decidedBy"])
+	require.NotContains(t, appr, "approvedBy")
 	// Denied calls free their key: the same refund asks again.
 	retry := e.pending(300)
 	require.NotEqual(t, denied.name(), retry.name())

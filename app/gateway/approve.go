@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/warden-dev/warden/app/api"
 	"github.com/warden-dev/warden/app/apierr"
 	"github.com/warden-dev/warden/app/audit"
 	"github.com/warden-dev/warden/app/auth"
@@ -17,18 +18,6 @@ import (
 	"github.com/warden-dev/warden/app/resource"
 	"github.com/warden-dev/warden/app/store"
 )
-
-// Decisions of an approver.
-const (
-	DecisionApprove = "approve"
-	DecisionDeny    = "deny"
-)
-
-// DecideRequest is the body of the decide and override endpoints.
-type DecideRequest struct {
-	Decision  string `json:"decision"`
-	Rationale string `json:"rationale"`
-}
 
 // Approver returns the identity recorded for a decision: a person's
 // e-mail, or the credential's subject.
@@ -44,7 +33,8 @@ func Approver(p auth.Principal) string {
 // the breakglass role and a rationale, records status overridden, and is
 // an audit event of its own. A decision is final: deciding a decided,
 // expired or cancelled approval is a Conflict.
-func (g *Gateway) Decide(ctx context.Context, p auth.Principal, ns, name string, req DecideRequest, override bool) (*resource.Object, error) {
+func (g *Gateway) Decide(ctx context.Context, p auth.Principal, ns, name string, req api.DecideRequest, override bool) (*resource.Object, error) {
+	ctx = authz.EnsureTrail(ctx)
 	obj := authz.ObjApprovalsDecide
 	if override {
 		obj = authz.ObjApprovalsOverride
@@ -57,8 +47,8 @@ func (g *Gateway) Decide(ctx context.Context, p auth.Principal, ns, name string,
 		}
 		return nil, err
 	}
-	if req.Decision != DecisionApprove && req.Decision != DecisionDeny {
-		return nil, apierr.New(apierr.CodeInvalidRequest, "decision must be %q or %q, not %q", DecisionApprove, DecisionDeny, req.Decision)
+	if req.Decision != api.DecisionApprove && req.Decision != api.DecisionDeny {
+		return nil, apierr.New(apierr.CodeInvalidRequest, "decision must be %q or %q, not %q", api.DecisionApprove, api.DecisionDeny, req.Decision)
 	}
 	req.Rationale = strings.TrimSpace(req.Rationale)
 	if override && req.Rationale == "" {
@@ -70,7 +60,7 @@ func (g *Gateway) Decide(ctx context.Context, p auth.Principal, ns, name string,
 	now := g.now().UTC()
 	who := Approver(p)
 	status := ApprovalApproved
-	if req.Decision == DecisionDeny {
+	if req.Decision == api.DecisionDeny {
 		status = ApprovalDenied
 	}
 	if override {
@@ -108,6 +98,12 @@ func (g *Gateway) Decide(ctx context.Context, p auth.Principal, ns, name string,
 			conflict = apierr.New(apierr.CodeConflict, "approval %q expired at %s", name, exp.Format(time.RFC3339))
 			return nil
 		}
+		if err := authz.AuthorizeDecision(p, requesterOf(ap)); err != nil {
+			conflict = apierr.New(apierr.CodeForbidden, "%s requested approval %q and may not decide it, whatever its role bindings", p.Subject, name)
+			_, err := tx.AuditInsert(ctx, audit.Record{Time: now, Tenant: p.Tenant, Actor: p.Subject, Verb: obj, Namespace: ns,
+				Resource: "Approval/" + name, Outcome: audit.OutcomeDenied, Policy: "separation of duties: the requester never decides", Reason: err.Error()})
+			return err
+		}
 		w := &approvalWriter{g: g, tx: tx, tenant: p.Tenant, ns: ns, now: now}
 		out, err = w.decide(ctx, ap, status, who, req.Rationale)
 		if err != nil {
@@ -115,17 +111,17 @@ func (g *Gateway) Decide(ctx context.Context, p auth.Principal, ns, name string,
 		}
 		callName = refName(ap.Spec, "toolCallRef")
 		if callName != "" {
-			if err := w.decideCall(ctx, callName, req.Decision == DecisionApprove, status, who, req.Rationale); err != nil {
+			if err := w.decideCall(ctx, callName, req.Decision == api.DecisionApprove, status, who, req.Rationale); err != nil {
 				return err
 			}
 		}
 		typ := events.ApprovalGranted
-		if req.Decision == DecisionDeny {
+		if req.Decision == api.DecisionDeny {
 			typ = events.ApprovalDenied
 		}
 		w.event(ctx, typ, "Approval/"+name, map[string]any{"approval": name, "toolCall": callName, "decision": req.Decision,
 			"decidedBy": who, "override": override})
-		if callName != "" && req.Decision == DecisionApprove {
+		if callName != "" && req.Decision == api.DecisionApprove {
 			w.event(ctx, events.ToolCallApproved, "ToolCall/"+callName, map[string]any{"approval": name, "approvedBy": who, "override": override})
 			if tq, ok := g.cfg.Queue.(TxQueue); ok {
 				if queued, err = tq.ResumeTx(ctx, tx, p.Tenant, ns, callName); err != nil {
@@ -142,7 +138,7 @@ func (g *Gateway) Decide(ctx context.Context, p auth.Principal, ns, name string,
 			reason += ": " + req.Rationale
 		}
 		if _, err := tx.AuditInsert(ctx, audit.Record{Time: now, Tenant: p.Tenant, Actor: p.Subject, Verb: verb, Namespace: ns,
-			Resource: "Approval/" + name, Outcome: audit.OutcomeAllowed, Policy: p.EffectivePolicy(), Reason: reason}); err != nil {
+			Resource: "Approval/" + name, Outcome: audit.OutcomeAllowed, Policy: authz.EffectivePolicy(ctx, p), Reason: reason}); err != nil {
 			return err
 		}
 		evs = w.evs
@@ -157,7 +153,7 @@ func (g *Gateway) Decide(ctx context.Context, p auth.Principal, ns, name string,
 	}
 	if callName != "" {
 		g.waiters.wake(p.Tenant, ns+"/"+callName)
-		if req.Decision == DecisionApprove && !queued {
+		if req.Decision == api.DecisionApprove && !queued {
 			g.scheduleResume(ctx, p.Tenant, ns, callName)
 		}
 	}
@@ -184,6 +180,13 @@ func (g *Gateway) resumeHere(ctx context.Context, tenant, ns, call string) {
 	if err := g.Resume(context.WithoutCancel(ctx), tenant, ns, call); err != nil {
 		g.log.Error("resume approved call", "toolcall", call, "err", err)
 	}
+}
+
+// requesterOf returns who requested an approval: its agent and the
+// requesting credential.
+func requesterOf(ap *resource.Object) authz.Requester {
+	return authz.Requester{Namespace: ap.Metadata.Namespace, Agent: refName(ap.Spec, "agentRef"),
+		Subject: ap.Metadata.Annotations[AnnotationRequestedBy]}
 }
 
 func refName(spec map[string]any, field string) string {
@@ -254,7 +257,10 @@ func (w *approvalWriter) decideCall(ctx context.Context, name string, approve bo
 	if !approve {
 		ap["status"] = ApprovalDenied
 	}
-	ap["approvedBy"] = who
+	ap["decidedBy"] = who
+	if approve {
+		ap["approvedBy"] = who
+	}
 	upd.Spec["approval"] = ap
 	upd.Metadata.ResourceVersion = tc.Metadata.ResourceVersion
 	if tc, err = w.tx.ResourceUpdate(ctx, upd); err != nil {
@@ -361,6 +367,7 @@ func (g *Gateway) Expire(ctx context.Context, tenant, ns, name string) error {
 // approval is closed as denied) or pending. The calling agent itself may
 // cancel, and so may whoever may decide approvals in the namespace.
 func (g *Gateway) Cancel(ctx context.Context, p auth.Principal, ns, name string) (*resource.Object, error) {
+	ctx = authz.EnsureTrail(ctx)
 	if p.Agent == "" {
 		if err := g.cfg.Authz.Authorize(ctx, p, authz.VerbCreate, ns, authz.ObjApprovalsDecide); err != nil {
 			if errors.Is(err, auth.ErrForbidden) {
@@ -413,7 +420,7 @@ func (g *Gateway) Cancel(ctx context.Context, p auth.Principal, ns, name string)
 			return err
 		}
 		if _, err := tx.AuditInsert(ctx, audit.Record{Time: now, Tenant: p.Tenant, Actor: p.Subject, Verb: "toolcalls/cancel", Namespace: ns,
-			Resource: "ToolCall/" + name, Outcome: audit.OutcomeAllowed, Policy: p.EffectivePolicy()}); err != nil {
+			Resource: "ToolCall/" + name, Outcome: audit.OutcomeAllowed, Policy: authz.EffectivePolicy(ctx, p)}); err != nil {
 			return err
 		}
 		evs = w.evs
@@ -478,7 +485,8 @@ func (g *Gateway) RequestApproval(ctx context.Context, p auth.Principal, req App
 	name := approvalPrefix + newSuffix(now)
 	ap := &resource.Object{
 		APIVersion: resource.GroupVersion, Kind: resource.KindApproval,
-		Metadata: resource.ObjectMeta{Name: name, Namespace: p.Namespace, Labels: map[string]string{"warden.dev/agent": p.Agent}},
+		Metadata: resource.ObjectMeta{Name: name, Namespace: p.Namespace, Labels: map[string]string{"warden.dev/agent": p.Agent},
+			Annotations: map[string]string{AnnotationRequestedBy: p.Subject}},
 		Spec: map[string]any{
 			"toolCallRef": map[string]any{"name": ""},
 			"agentRef":    map[string]any{"name": p.Agent},

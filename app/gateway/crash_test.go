@@ -136,8 +136,14 @@ func TestOverdueApprovalExpiresAfterACrash(t *testing.T) {
 			t.Cleanup(func() { _ = st2.Close() })
 			second := start(t, envOptions{st: st2, storeURL: storeURL, tools: ts, admin: first.admin, river: true,
 				cfg: func(c *server.Config) { c.Now = later }})
+			// A caller waiting on it gets ApprovalDenied naming the
+			// expired record.
 			got := second.wait(r.name())
-			require.Equal(t, "Expired", got.phase(), string(got.raw))
+			require.Equal(t, http.StatusForbidden, got.status, string(got.raw))
+			require.Equal(t, "ApprovalDenied", got.code(), string(got.raw))
+			require.Equal(t, "Expired", got.body["error"].(map[string]any)["details"].(map[string]any)["phase"], string(got.raw))
+			rec := second.cp(http.MethodGet, "/v1/namespaces/default/toolcalls/"+r.name(), nil)
+			require.Equal(t, "Expired", rec.phase(), string(rec.raw))
 			require.Equal(t, 0, ts.count("/refund"))
 		})
 	}

@@ -234,7 +234,31 @@ func (g *Gateway) awaitApproval(ctx context.Context, c *call) (*Outcome, error) 
 		return nil, err
 	}
 	c.obj = obj
-	return c.outcome(), nil
+	return c.outcome(), approvalRefusal(obj)
+}
+
+// approvalRefusal is the error a caller that waited on a call gets when
+// the call ended because its approval was denied or expired: the
+// documented ApprovalDenied (403), with the call's record named in its
+// details. nil for any other call.
+func approvalRefusal(obj *resource.Object) error {
+	phase, _ := obj.Status["phase"].(string)
+	if phase != PhaseDenied && phase != PhaseExpired {
+		return nil
+	}
+	out, _ := obj.Status["output"].(map[string]any)
+	e, _ := out["error"].(map[string]any)
+	if code, _ := e["code"].(string); code != apierr.CodeApprovalDenied {
+		return nil
+	}
+	msg, _ := e["message"].(string)
+	details := map[string]any{"toolCall": obj.Metadata.Name, "phase": phase}
+	if d, ok := e["details"].(map[string]any); ok {
+		for k, v := range d {
+			details[k] = v
+		}
+	}
+	return apierr.New(apierr.CodeApprovalDenied, "%s", msg).WithDetails(details)
 }
 
 // waitFor reads a call until done(phase) holds, the wait passes or ctx

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/warden-dev/warden/app/api"
 	"github.com/warden-dev/warden/app/apierr"
 	"github.com/warden-dev/warden/app/auth"
 	"github.com/warden-dev/warden/app/authz"
@@ -266,12 +267,17 @@ func (g *Gateway) handleGet(c *fiber.Ctx) error {
 		// Another agent's call does not exist for this caller.
 		return apierr.New(apierr.CodeNotFound, "tool call %q not found in namespace %q", name, ns)
 	}
-	if phase, _ := obj.Status["phase"].(string); wait > 0 && !Finished(phase) {
+	if wait == 0 {
+		return g.respond(c, &Outcome{Call: obj}, nil)
+	}
+	if phase, _ := obj.Status["phase"].(string); !Finished(phase) {
 		if obj, err = g.waitFor(c.UserContext(), p.Tenant, ns, name, wait, Finished); err != nil {
 			return err
 		}
 	}
-	return g.respond(c, &Outcome{Call: obj}, nil)
+	// The caller waits for the outcome: a denied approval is its answer,
+	// the documented ApprovalDenied (403), as for the call itself.
+	return g.respond(c, &Outcome{Call: obj}, approvalRefusal(obj))
 }
 
 func (g *Gateway) handleCancel(c *fiber.Ctx) error {
@@ -303,7 +309,7 @@ func (g *Gateway) handleApprove(c *fiber.Ctx) error {
 			return apierr.New(apierr.CodeInvalidRequest, `the body must be {"rationale": "…"}: %s`, err)
 		}
 	}
-	ap, err := g.Decide(c.UserContext(), p, ns, ApprovalName(param(c, "id")), DecideRequest{Decision: DecisionApprove, Rationale: body.Rationale}, false)
+	ap, err := g.Decide(c.UserContext(), p, ns, ApprovalName(param(c, "id")), api.DecideRequest{Decision: api.DecisionApprove, Rationale: body.Rationale}, false)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/warden-dev/warden/app/apierr"
 	"github.com/warden-dev/warden/app/auth"
+	"github.com/warden-dev/warden/app/authz"
 	"github.com/warden-dev/warden/app/policy"
 	"github.com/warden-dev/warden/app/resource"
 )
@@ -130,6 +132,13 @@ func errorCode(err error) string {
 
 func (c *call) run(ctx context.Context) (*Outcome, error) {
 	if err := c.g.requireAgent(c.p); err != nil {
+		return nil, err
+	}
+	ctx = authz.EnsureTrail(ctx)
+	if err := c.g.cfg.Authz.Authorize(ctx, c.p, authz.VerbCreate, c.p.Namespace, authz.ObjToolCalls); err != nil {
+		if errors.Is(err, auth.ErrForbidden) {
+			return nil, apierr.New(apierr.CodeForbidden, "%s may not call tools in namespace %q", c.p.Subject, c.p.Namespace)
+		}
 		return nil, err
 	}
 	snap, err := c.g.catalog.get(ctx, c.p.Tenant)

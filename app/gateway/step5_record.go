@@ -10,6 +10,7 @@ import (
 	"github.com/warden-dev/warden/app/apierr"
 	"github.com/warden-dev/warden/app/audit"
 	"github.com/warden-dev/warden/app/auth"
+	"github.com/warden-dev/warden/app/authz"
 	"github.com/warden-dev/warden/app/events"
 	"github.com/warden-dev/warden/app/policy"
 	"github.com/warden-dev/warden/app/resource"
@@ -309,7 +310,7 @@ func (w *txWriter) audit(ctx context.Context, verb, res, outcome, pol, reason st
 		return
 	}
 	if pol == "" {
-		pol = w.c.p.EffectivePolicy()
+		pol = authz.EffectivePolicy(ctx, w.c.p)
 	}
 	_, w.err = w.tx.AuditInsert(ctx, audit.Record{
 		Time: w.c.now, Tenant: w.c.p.Tenant, Actor: w.c.p.Subject, Verb: verb, Namespace: w.c.p.Namespace,
@@ -354,7 +355,8 @@ func newApproval(c *call, expires time.Time) *resource.Object {
 		Kind:       resource.KindApproval,
 		Metadata: resource.ObjectMeta{
 			Name: ApprovalName(c.name), Namespace: c.p.Namespace,
-			Labels: map[string]string{"warden.dev/agent": c.p.Agent, "warden.dev/tool": c.req.Tool},
+			Labels:      map[string]string{"warden.dev/agent": c.p.Agent, "warden.dev/tool": c.req.Tool},
+			Annotations: map[string]string{AnnotationRequestedBy: c.p.Subject},
 		},
 		Spec: map[string]any{
 			"toolCallRef": map[string]any{"name": c.name},
@@ -441,7 +443,7 @@ func limitEventData(l policy.Limit, t store.UsageTotal, severity string) map[str
 // tool, unknown agent, unreferenced tool).
 func (g *Gateway) auditRefusal(ctx context.Context, p auth.Principal, verb, res, pol string, e *apierr.Error) {
 	if pol == "" {
-		pol = p.EffectivePolicy()
+		pol = authz.EffectivePolicy(ctx, p)
 	}
 	rec := audit.Record{Time: g.now().UTC(), Tenant: p.Tenant, Actor: p.Subject, Verb: verb, Namespace: p.Namespace,
 		Resource: res, Outcome: audit.OutcomeDenied, Policy: pol, Reason: e.Code + ": " + e.Message}

@@ -22,12 +22,12 @@ const (
 // Approval statuses, of spec.approval.status and of an Approval's
 // status.status.
 const (
-	ApprovalNotRequired = "not_required"
-	ApprovalPending     = "pending"
-	ApprovalApproved    = "approved"
-	ApprovalDenied      = "denied"
-	ApprovalExpired     = "expired"
-	ApprovalOverridden  = "overridden"
+	ApprovalNotRequired = resource.ApprovalNotRequired
+	ApprovalPending     = resource.ApprovalPending
+	ApprovalApproved    = resource.ApprovalApproved
+	ApprovalDenied      = resource.ApprovalDenied
+	ApprovalExpired     = resource.ApprovalExpired
+	ApprovalOverridden  = resource.ApprovalOverridden
 )
 
 // Annotations the gateway sets on its records.
@@ -39,6 +39,10 @@ const (
 	AnnotationEnvironment = "warden.dev/environment"
 	// AnnotationReplayOf names the call a replay repeats.
 	AnnotationReplayOf = "warden.dev/replay-of"
+	// AnnotationRequestedBy is, on an Approval, the audit subject of the
+	// credential that requested it: neither it nor the agent may decide
+	// it (authz.AuthorizeDecision).
+	AnnotationRequestedBy = "warden.dev/requested-by"
 )
 
 // Finished reports whether a phase is terminal.

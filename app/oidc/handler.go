@@ -41,6 +41,9 @@ type Handler struct {
 
 	mu      sync.Mutex
 	parties map[string]rp.RelyingParty // issuer URL + "\x00" + client id
+
+	// locals are local mode's one-time sign-in links (locallink.go).
+	locals localLinks
 }
 
 // New returns a Handler. now defaults to time.Now, logger to slog.Default().

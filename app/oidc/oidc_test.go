@@ -27,6 +27,7 @@ import (
 
 	"github.com/warden-dev/warden/app/apierr"
 	"github.com/warden-dev/warden/app/auth"
+	"github.com/warden-dev/warden/app/authz"
 	"github.com/warden-dev/warden/app/resource"
 	"github.com/warden-dev/warden/app/store"
 	"github.com/warden-dev/warden/app/store/backend"
@@ -138,12 +139,12 @@ func setupOn(t *testing.T, storeURL string, mutate ...func(*Config)) bundle {
 	now := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
 	log := slog.New(slog.DiscardHandler)
 
-	svc := tenants.New(st, now, log)
+	svc := tenants.New(st, authz.New(st, now), now, log)
 	_, err = svc.Signup(ctx, tenants.SignupRequest{TenantID: "acme", DisplayName: "Acme", OwnerEmail: "alice@acme.example"})
 	require.NoError(t, err)
 	_, err = svc.Signup(ctx, tenants.SignupRequest{TenantID: "beta", OwnerEmail: "carol@acme.example"})
 	require.NoError(t, err)
-	owner := auth.Principal{Tenant: "acme", Subject: "user:alice@acme.example", Role: auth.RoleOwner, Namespace: auth.AllNamespaces}
+	owner := auth.Principal{Tenant: "acme", Subject: "user:alice@acme.example", Email: "alice@acme.example", Kind: auth.KindUser}
 	for _, email := range []string{"bob@acme.example", "carol@acme.example", "eve@evil.example"} {
 		_, err = svc.Invite(ctx, owner, email, auth.RoleEditor, "")
 		require.NoError(t, err)
@@ -347,8 +348,8 @@ func TestCodeFlowSession(t *testing.T) {
 		require.Equal(t, http.StatusUnauthorized, status)
 
 		// A removed member's session stops working at once.
-		svc := tenants.New(b.st, nil, nil)
-		require.NoError(t, svc.RemoveMember(b.ctx, auth.Principal{Tenant: "acme", Role: auth.RoleOwner, Namespace: auth.AllNamespaces}, "bob@acme.example"))
+		svc := tenants.New(b.st, nil, nil, nil)
+		require.NoError(t, svc.RemoveMember(b.ctx, auth.SystemPrincipal("acme"), "bob@acme.example"))
 		status, _, _ = b.whoami(t, bob)
 		require.Equal(t, http.StatusUnauthorized, status)
 
@@ -624,10 +625,10 @@ func TestBearerIDToken(t *testing.T) {
 func TestTenantSSOConnection(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	svc := tenants.New(b.st, nil, slog.New(slog.DiscardHandler))
+	svc := tenants.New(b.st, authz.New(b.st, nil), nil, slog.New(slog.DiscardHandler))
 	_, err := svc.Signup(b.ctx, tenants.SignupRequest{TenantID: "globex", OwnerEmail: "owner@globex.example"})
 	require.NoError(t, err)
-	owner := auth.Principal{Tenant: "globex", Subject: "user:owner@globex.example", Role: auth.RoleOwner, Namespace: auth.AllNamespaces}
+	owner := auth.Principal{Tenant: "globex", Subject: "user:owner@globex.example", Email: "owner@globex.example", Kind: auth.KindUser}
 	_, err = svc.Invite(b.ctx, owner, "dan@globex.example", auth.RoleViewer, "")
 	require.NoError(t, err)
 	_, err = svc.CreateNamespace(b.ctx, owner, "payments", "")

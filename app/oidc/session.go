@@ -85,10 +85,10 @@ func (h *Handler) session(c *fiber.Ctx) (*store.Session, error) {
 }
 
 // principalFor returns the principal of a person in a tenant, re-reading
-// the membership so that a removed member loses access at once. Owners get
-// auth.RoleOwner on every namespace. Everyone else gets viewer on every
-// namespace as a floor: their namespace roles come from RoleBindings, which
-// the authorization engine resolves for Subject "user:<email>".
+// the membership so that a removed member loses access at once. Its Role
+// (owner for owners, else viewer) is descriptive only: app/authz never
+// trusts a role carried on a person's principal and decides from
+// ownership and the RoleBindings of Subject "user:<email>".
 func (h *Handler) principalFor(ctx context.Context, tenant, email string) (auth.Principal, error) {
 	var m *store.Member
 	err := h.st.View(ctx, tenant, func(ctx context.Context, r store.Reader) error {

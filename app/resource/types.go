@@ -562,8 +562,13 @@ type ToolCallApproval struct {
 	Required bool `json:"required"`
 	// Status is not_required, pending, approved, denied, expired or overridden.
 	Status string `json:"status"`
-	// ApprovedBy is the approver's identity (an e-mail).
+	// ApprovedBy is the identity (an e-mail or credential subject) of who
+	// approved the call; set only when it was approved (or overridden to
+	// run).
 	ApprovedBy string `json:"approvedBy,omitempty"`
+	// DecidedBy is the identity of who decided the approval, whatever the
+	// decision (approve, deny, override).
+	DecidedBy string `json:"decidedBy,omitempty"`
 }
 
 // ToolCallStatus is the status of a ToolCall, exactly SPEC.md's fields.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/warden-dev/warden/app/api"
 	"github.com/warden-dev/warden/app/apierr"
 	"github.com/warden-dev/warden/app/auth"
 	"github.com/warden-dev/warden/app/authz"
@@ -30,7 +31,7 @@ import (
 // MintableRoles are the roles an API key may be created with over the API.
 // Owner and break-glass are never carried by a minted key; agent-bound keys
 // get authz.RoleAgent.
-var MintableRoles = []string{auth.RoleViewer, auth.RoleEditor, auth.RoleApprover, auth.RoleAdmin}
+var MintableRoles = authz.NamespaceRoles()
 
 // APIKeyTouchInterval is how often, at most, a key's lastUsedAt is written
 // per key and process.
@@ -40,43 +41,7 @@ const APIKeyTouchInterval = time.Minute
 // that finds them all busy is not recorded (a later one is).
 const maxTouchWriters = 4
 
-// apiKeyRequest is the body of POST /v1/apikeys.
-type apiKeyRequest struct {
-	Name string `json:"name"`
-	// Namespace scopes the key; "*" is every namespace of the tenant.
-	Namespace string `json:"namespace"`
-	Role      string `json:"role"`
-	// Agent binds the key to one agent of Namespace, for the workload token
-	// exchange; the key's role is then "agent".
-	Agent string `json:"agent,omitempty"`
-	// ExpiresIn is a Go duration such as "720h"; empty means no expiry.
-	ExpiresIn string `json:"expiresIn,omitempty"`
-}
-
-// apiKeyView is an API key as the API shows it: never a hash, and the
-// secret only in the answer of the create call.
-type apiKeyView struct {
-	APIVersion string     `json:"apiVersion"`
-	Kind       string     `json:"kind"`
-	ID         string     `json:"id"`
-	Name       string     `json:"name"`
-	Namespace  string     `json:"namespace"`
-	Role       string     `json:"role"`
-	Agent      string     `json:"agent"`
-	CreatedAt  time.Time  `json:"createdAt"`
-	ExpiresAt  *time.Time `json:"expiresAt"`
-	RevokedAt  *time.Time `json:"revokedAt"`
-	LastUsedAt *time.Time `json:"lastUsedAt"`
-	Secret     string     `json:"secret,omitempty"`
-}
-
-type apiKeyList struct {
-	APIVersion string       `json:"apiVersion"`
-	Kind       string       `json:"kind"`
-	Items      []apiKeyView `json:"items"`
-}
-
-func viewOf(k store.APIKey) apiKeyView {
+func viewOf(k store.APIKey) api.APIKey {
 	utc := func(t *time.Time) *time.Time {
 		if t == nil {
 			return nil
@@ -84,7 +49,7 @@ func viewOf(k store.APIKey) apiKeyView {
 		u := t.UTC()
 		return &u
 	}
-	return apiKeyView{APIVersion: resource.GroupVersion, Kind: "APIKey", ID: k.ID, Name: k.Name, Namespace: k.Namespace,
+	return api.APIKey{APIVersion: resource.GroupVersion, Kind: "APIKey", ID: k.ID, Name: k.Name, Namespace: k.Namespace,
 		Role: k.Role, Agent: k.Agent, CreatedAt: k.CreatedAt.UTC(), ExpiresAt: utc(k.ExpiresAt), RevokedAt: utc(k.RevokedAt),
 		LastUsedAt: utc(k.LastUsedAt)}
 }
@@ -111,7 +76,7 @@ func domainOf(ns string) string {
 func (s *Server) handleAPIKeyCreate(c *fiber.Ctx) error {
 	a := auditOf(c)
 	a.verb, a.resource = authz.VerbCreate, "APIKey"
-	var req apiKeyRequest
+	var req api.APIKeyCreateRequest
 	if err := decodeStrict(c.Body(), &req, "a JSON object {name, namespace, role, agent?, expiresIn?}"); err != nil {
 		return err
 	}
@@ -137,7 +102,7 @@ func (s *Server) handleAPIKeyCreate(c *fiber.Ctx) error {
 // that namespace (so nobody mints above their own role); an agent-bound
 // key (agent set) names an existing agent of a single namespace and gets
 // role "agent". Refusals are *apierr.Error.
-func (s *Server) createAPIKey(ctx context.Context, p auth.Principal, req apiKeyRequest) (string, store.APIKey, error) {
+func (s *Server) createAPIKey(ctx context.Context, p auth.Principal, req api.APIKeyCreateRequest) (string, store.APIKey, error) {
 	var problems []string
 	if !resource.IsDNS1123Label(req.Name) {
 		problems = append(problems, fmt.Sprintf("name %q must be a DNS-1123 label (lower-case letters, digits and '-', at most 63)", req.Name))
@@ -234,7 +199,7 @@ func (s *Server) createAPIKey(ctx context.Context, p auth.Principal, req apiKeyR
 // so it cannot mint an approver) and for grants from RoleBindings.
 func (s *Server) holdsRole(ctx context.Context, p auth.Principal, role, dom string) error {
 	for _, perm := range authz.Permissions(role) {
-		err := s.authz.Authorize(ctx, p, perm.Verb, dom, perm.Object)
+		_, err := s.authz.Decide(ctx, p, perm.Verb, dom, perm.Object)
 		if errors.Is(err, auth.ErrForbidden) {
 			where := fmt.Sprintf("namespace %q", dom)
 			if dom == "" {
@@ -302,7 +267,7 @@ func (s *Server) handleAPIKeyList(c *fiber.Ctx) error {
 		return storeError(err)
 	}
 	allowed := map[string]bool{}
-	out := apiKeyList{APIVersion: resource.GroupVersion, Kind: "APIKeyList", Items: []apiKeyView{}}
+	out := api.APIKeyList{APIVersion: resource.GroupVersion, Kind: "APIKeyList", Items: []api.APIKey{}}
 	for _, k := range keys {
 		switch {
 		case want != "":
@@ -313,7 +278,7 @@ func (s *Server) handleAPIKeyList(c *fiber.Ctx) error {
 			ok, seen := allowed[k.Namespace]
 			if !seen {
 				ok = k.Namespace != auth.AllNamespaces &&
-					s.authz.Authorize(c.UserContext(), p, auth.VerbList, k.Namespace, authz.ObjAPIKeys) == nil
+					s.authz.Allowed(c.UserContext(), p, auth.VerbList, k.Namespace, authz.ObjAPIKeys)
 				allowed[k.Namespace] = ok
 			}
 			if !ok {

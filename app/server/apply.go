@@ -9,10 +9,9 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/warden-dev/warden/app/api"
 	"github.com/warden-dev/warden/app/apierr"
-	"github.com/warden-dev/warden/app/apply"
 	"github.com/warden-dev/warden/app/auth"
-	"github.com/warden-dev/warden/app/compile"
 	"github.com/warden-dev/warden/app/resource"
 	"github.com/warden-dev/warden/app/secret"
 	"github.com/warden-dev/warden/app/store"
@@ -28,7 +27,7 @@ func decodeBody(c *fiber.Ctx) ([]*resource.Object, error) {
 	var de *resource.DocumentError
 	if errors.As(err, &de) {
 		return nil, apierr.New(apierr.CodeAdmissionRejected, "rejected: %s", de.Message).
-			WithDetails(map[string]any{"diagnostics": []compile.Diagnostic{{Document: de.Document, Path: de.Path, Code: resource.ErrCodeInvalid, Message: de.Message}}})
+			WithDetails(map[string]any{"diagnostics": []api.Diagnostic{{Document: de.Document, Path: de.Path, Code: resource.ErrCodeInvalid, Message: de.Message}}})
 	}
 	return nil, badRequest("%s", err.Error())
 }
@@ -55,13 +54,6 @@ func (s *Server) recordBody(c *fiber.Ctx, verb string, docs []*resource.Object) 
 	}
 }
 
-type applyResponse struct {
-	APIVersion string             `json:"apiVersion"`
-	Kind       string             `json:"kind"`
-	Items      []apply.ItemResult `json:"items"`
-	Manifests  []string           `json:"manifests"`
-}
-
 func (s *Server) handleApply(c *fiber.Ctx) error {
 	docs, err := decodeBody(c)
 	if err != nil {
@@ -72,14 +64,7 @@ func (s *Server) handleApply(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(applyResponse{APIVersion: resource.GroupVersion, Kind: "ApplyResult", Items: res.Items, Manifests: res.Manifests})
-}
-
-type validateResponse struct {
-	APIVersion string             `json:"apiVersion"`
-	Kind       string             `json:"kind"`
-	Valid      bool               `json:"valid"`
-	Items      []apply.ItemResult `json:"items"`
+	return c.JSON(api.ApplyResult{APIVersion: resource.GroupVersion, Kind: "ApplyResult", Items: res.Items, Manifests: res.Manifests})
 }
 
 func (s *Server) handleValidate(c *fiber.Ctx) error {
@@ -92,28 +77,7 @@ func (s *Server) handleValidate(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(validateResponse{APIVersion: resource.GroupVersion, Kind: "ValidationResult", Valid: true, Items: res.Items})
-}
-
-// Diff actions.
-const (
-	diffCreate    = "create"
-	diffUpdate    = "update"
-	diffUnchanged = "unchanged"
-)
-
-type diffItem struct {
-	Kind      string                 `json:"kind"`
-	Namespace string                 `json:"namespace,omitempty"`
-	Name      string                 `json:"name"`
-	Action    string                 `json:"action"`
-	Changes   []resource.FieldChange `json:"changes"`
-}
-
-type diffResponse struct {
-	APIVersion string     `json:"apiVersion"`
-	Kind       string     `json:"kind"`
-	Items      []diffItem `json:"items"`
+	return c.JSON(api.ValidationResult{APIVersion: resource.GroupVersion, Kind: "ValidationResult", Valid: true, Items: res.Items})
 }
 
 // handleDiff compares each document, after defaulting, with what is stored.
@@ -125,18 +89,18 @@ func (s *Server) handleDiff(c *fiber.Ctx) error {
 	}
 	s.recordBody(c, "diff", docs)
 	p := principal(c)
-	var diags, refused []compile.Diagnostic
+	var diags, refused []api.Diagnostic
 	for i, d := range docs {
 		resource.Default(d)
 		for _, fe := range resource.Validate(d) {
-			diags = append(diags, compile.Diagnostic{Document: i, Kind: d.Kind, Namespace: d.Metadata.Namespace, Name: d.Metadata.Name, Path: fe.Path, Code: fe.Code, Message: fe.Message})
+			diags = append(diags, api.Diagnostic{Document: i, Kind: d.Kind, Namespace: d.Metadata.Namespace, Name: d.Metadata.Name, Path: fe.Path, Code: fe.Code, Message: fe.Message})
 		}
 		plural := d.Kind
 		if info, ok := resource.LookupKind(d.Kind); ok {
 			plural = info.Plural
 		}
 		if err := s.authz.Authorize(c.UserContext(), p, auth.VerbGet, d.Metadata.Namespace, plural); err != nil {
-			refused = append(refused, compile.Diagnostic{Document: i, Kind: d.Kind, Namespace: d.Metadata.Namespace, Name: d.Metadata.Name, Path: "metadata.namespace", Code: resource.ErrCodeForbidden, Message: err.Error()})
+			refused = append(refused, api.Diagnostic{Document: i, Kind: d.Kind, Namespace: d.Metadata.Namespace, Name: d.Metadata.Name, Path: "metadata.namespace", Code: resource.ErrCodeForbidden, Message: err.Error()})
 		}
 	}
 	if len(refused) > 0 {
@@ -148,22 +112,22 @@ func (s *Server) handleDiff(c *fiber.Ctx) error {
 		return apierr.New(apierr.CodeAdmissionRejected, "diff rejected: %d problem(s), first: document %d: %s: %s", len(diags), diags[0].Document, diags[0].Path, diags[0].Message).
 			WithDetails(map[string]any{"diagnostics": diags})
 	}
-	items := make([]diffItem, len(docs))
+	items := make([]api.DiffItem, len(docs))
 	err = s.store.View(c.UserContext(), p.Tenant, func(ctx context.Context, r store.Reader) error {
 		for i, d := range docs {
-			item := diffItem{Kind: d.Kind, Namespace: d.Metadata.Namespace, Name: d.Metadata.Name, Changes: []resource.FieldChange{}}
+			item := api.DiffItem{Kind: d.Kind, Namespace: d.Metadata.Namespace, Name: d.Metadata.Name, Changes: []resource.FieldChange{}}
 			current, err := r.ResourceGet(ctx, d.Key())
 			switch {
 			case errors.Is(err, store.ErrNotFound):
-				item.Action = diffCreate
+				item.Action = api.DiffCreate
 				item.Changes = resource.Diff(nil, s.redactForDiff(p.Tenant, d, nil))
 			case err != nil:
 				return err
 			default:
 				item.Changes = resource.Diff(s.redactForDiff(p.Tenant, current, nil), s.redactForDiff(p.Tenant, d, current))
-				item.Action = diffUnchanged
+				item.Action = api.DiffUnchanged
 				if len(item.Changes) > 0 {
-					item.Action = diffUpdate
+					item.Action = api.DiffUpdate
 				}
 			}
 			items[i] = item
@@ -173,7 +137,7 @@ func (s *Server) handleDiff(c *fiber.Ctx) error {
 	if err != nil {
 		return storeError(err)
 	}
-	return c.JSON(diffResponse{APIVersion: resource.GroupVersion, Kind: "DiffResult", Items: items})
+	return c.JSON(api.DiffResult{APIVersion: resource.GroupVersion, Kind: "DiffResult", Items: items})
 }
 
 // redactForDiff hides Secret values on both sides of a diff. The stored

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/warden-dev/warden/app/api"
 	"github.com/warden-dev/warden/app/audit"
 	"github.com/warden-dev/warden/app/auth"
 	"github.com/warden-dev/warden/app/authz"
@@ -24,14 +25,6 @@ func (s *Server) authorizeAudit(c *fiber.Ctx, verb string) error {
 	a := auditOf(c)
 	a.verb, a.resource = verb, authz.ObjAudit
 	return s.check(c, auth.VerbList, "", authz.ObjAudit)
-}
-
-type auditListResponse struct {
-	APIVersion string         `json:"apiVersion"`
-	Kind       string         `json:"kind"`
-	Items      []audit.Record `json:"items"`
-	// Next is the `after` value for the next page; empty on the last page.
-	Next string `json:"next,omitempty"`
 }
 
 // handleAuditList lists the tenant's audit records in chain order.
@@ -72,7 +65,7 @@ func (s *Server) handleAuditList(c *fiber.Ctx) error {
 	if err != nil {
 		return storeError(err)
 	}
-	res := auditListResponse{APIVersion: "warden.dev/v1alpha1", Kind: "AuditRecordList", Items: recs}
+	res := api.AuditList{APIVersion: "warden.dev/v1alpha1", Kind: "AuditRecordList", Items: recs}
 	if recs == nil {
 		res.Items = []audit.Record{}
 	}

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"net/http"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -111,6 +110,37 @@ func TestAuditList(t *testing.T) {
 	require.Equal(t, "Agent/default/ghost", rec["resource"])
 	require.Equal(t, "failed", rec["outcome"])
 	require.Equal(t, "NotFound", rec["reason"])
-	require.True(t, strings.HasPrefix(rec["policy"].(string), "role:owner"))
+	require.Equal(t, "APIKey admin: owner@*", rec["policy"], "the grant that allowed the call")
 	require.Equal(t, http.StatusBadRequest, b.do(t, http.MethodGet, "/v1/audit?since=yesterday", "", nil).status)
+}
+
+// TestAuditNamesTheGrant: a viewer key made admin of a namespace by a
+// RoleBinding applies there, and the record names that RoleBinding, not
+// the key's own role.
+func TestAuditNamesTheGrant(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "sqlite://"+filepath.Join(t.TempDir(), "w.db"))
+	r := createKey(t, b, b.key, `{"name":"ci","namespace":"default","role":"viewer"}`)
+	require.Equal(t, http.StatusCreated, r.status, string(r.body))
+	ci := r.json(t)["secret"].(string)
+	require.Equal(t, http.StatusOK, b.apply(t, `apiVersion: warden.dev/v1alpha1
+kind: RoleBinding
+metadata: {name: ci-admins, namespace: default}
+spec:
+  role: admin
+  subjects: [{kind: APIKey, name: ci}]
+`).status)
+	agent := []byte("apiVersion: warden.dev/v1alpha1\nkind: Model\nmetadata: {name: m9, namespace: default}\nspec: {provider: openai, model: gpt-4o}\n")
+	res := b.doAs(t, ci, http.MethodPost, "/v1/resources/apply", "application/yaml", agent)
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	list := b.do(t, http.MethodGet, "/v1/audit?verb=apply&limit=100", "", nil)
+	var found bool
+	for _, it := range list.json(t)["items"].([]any) {
+		rec := it.(map[string]any)
+		if rec["actor"] == "apikey:ci" {
+			found = true
+			require.Equal(t, "RoleBinding default/ci-admins: admin@default", rec["policy"], "%v", rec)
+		}
+	}
+	require.True(t, found, string(list.body))
 }

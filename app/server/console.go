@@ -11,6 +11,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/warden-dev/warden/app/api"
 	"github.com/warden-dev/warden/app/apierr"
 	"github.com/warden-dev/warden/app/audit"
 	"github.com/warden-dev/warden/app/auth"
@@ -30,6 +31,9 @@ import (
 // newPeopleSignIn builds the OIDC handler when cfg.OIDC is set; nil means
 // no people sign-in (local mode without issuers).
 func newPeopleSignIn(cfg Config) (*oidc.Handler, error) {
+	if cfg.OIDC == nil && cfg.LocalSignIn {
+		return newLocalSignIn(cfg)
+	}
 	if cfg.OIDC == nil {
 		return nil, nil
 	}
@@ -43,21 +47,22 @@ func newPeopleSignIn(cfg Config) (*oidc.Handler, error) {
 // buildConsole wires the web console to the store, tenants/, app/oidc and
 // the Authorizer.
 func (s *Server) buildConsole() error {
-	svc := tenants.New(s.store, s.now, s.log)
+	svc := tenants.New(s.store, s.authz, s.now, s.log)
 	deps := web.Deps{
 		Principal:  s.consolePrincipal,
 		CSRFToken:  oidc.CSRFToken,
 		CSRFField:  oidc.CSRFField,
 		CSRFHeader: oidc.CSRFHeader,
-		LocalMode:  s.oidc == nil,
+		LocalMode:  s.cfg.OIDC == nil,
 		Members:    consoleMembers{s: s, svc: svc},
 		Namespaces: consoleNamespaces{s: s, svc: svc},
 		APIKeys:    consoleAPIKeys{s: s},
 		Audit:      consoleAudit{s: s},
 		Log:        s.log,
 		Now:        s.now,
+		Authorize:  s.authz.Authorize,
 	}
-	if s.oidc != nil {
+	if s.cfg.OIDC != nil {
 		for _, is := range s.cfg.OIDC.Issuers {
 			deps.Issuers = append(deps.Issuers, signin.Issuer{ID: is.Name, Name: is.Name})
 		}
@@ -83,7 +88,11 @@ func (s *Server) buildConsole() error {
 // consoleGuard: CSRF for session requests, and an audit record.
 func (s *Server) consoleRoutes(app *fiber.App) {
 	app.Use(s.consoleGuard)
-	if s.oidc != nil {
+	if s.oidc != nil && s.cfg.OIDC == nil {
+		app.Get(oidc.LocalLinkPath, web.SecurityHeaders, s.oidc.LocalLink)
+		app.Post("/auth/logout", web.SecurityHeaders, s.oidc.Logout)
+	}
+	if s.oidc != nil && s.cfg.OIDC != nil {
 		app.Get("/auth/login", web.SecurityHeaders, s.oidc.Login)
 		app.Get("/auth/callback", web.SecurityHeaders, s.oidc.Callback)
 		app.Post("/auth/logout", web.SecurityHeaders, s.oidc.Logout)
@@ -161,7 +170,8 @@ func (s *Server) consoleGuard(c *fiber.Ctx) error {
 		return c.Next()
 	}
 	act := &consoleAction{}
-	c.SetUserContext(context.WithValue(c.UserContext(), consoleActionKey{}, act))
+	ctx, _ := authz.WithTrail(c.UserContext())
+	c.SetUserContext(context.WithValue(ctx, consoleActionKey{}, act))
 	// Resolve the person before the handler runs: sign-out deletes the
 	// session.
 	p, signedIn := s.consolePrincipal(c)
@@ -176,7 +186,7 @@ func (s *Server) consoleGuard(c *fiber.Ctx) error {
 }
 
 func (s *Server) auditConsole(c *fiber.Ctx, p auth.Principal, signedIn bool, act *consoleAction, err error) {
-	tenant, actor, policy := p.Tenant, p.Subject, p.EffectivePolicy()
+	tenant, actor, policy := p.Tenant, p.Subject, authz.EffectivePolicy(c.UserContext(), p)
 	if act.tenant != "" {
 		tenant, actor, policy = act.tenant, act.actor, ""
 	}
@@ -334,7 +344,7 @@ func (a consoleNamespaces) Namespaces(ctx context.Context, p auth.Principal) ([]
 	}
 	var out []namespaces.Namespace
 	for _, o := range objs {
-		if all != nil && a.s.authz.Authorize(ctx, p, auth.VerbList, o.Metadata.Name, "agents") != nil {
+		if all != nil && !a.s.authz.Allowed(ctx, p, auth.VerbList, o.Metadata.Name, "agents") {
 			continue
 		}
 		n := namespaces.Namespace{Name: o.Metadata.Name}
@@ -374,7 +384,7 @@ func (a consoleAPIKeys) APIKeys(ctx context.Context, p auth.Principal) ([]store.
 	}
 	out := keys[:0]
 	for _, k := range keys {
-		if a.s.authz.Authorize(ctx, p, auth.VerbList, domainOf(k.Namespace), authz.ObjAPIKeys) == nil {
+		if a.s.authz.Allowed(ctx, p, auth.VerbList, domainOf(k.Namespace), authz.ObjAPIKeys) {
 			out = append(out, k)
 		}
 	}
@@ -385,7 +395,7 @@ func (a consoleAPIKeys) CreateAPIKey(ctx context.Context, p auth.Principal, req 
 	if req.Namespace == "" {
 		req.Namespace = auth.AllNamespaces
 	}
-	secret, key, err := a.s.createAPIKey(ctx, p, apiKeyRequest{Name: req.Name, Namespace: req.Namespace, Role: req.Role})
+	secret, key, err := a.s.createAPIKey(ctx, p, api.APIKeyCreateRequest{Name: req.Name, Namespace: req.Namespace, Role: req.Role})
 	noteConsole(ctx, "create", domainOf(req.Namespace), "apikeys/"+req.Name, err)
 	return secret, key, err
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/warden-dev/warden/app/apierr"
 	"github.com/warden-dev/warden/app/audit"
 	"github.com/warden-dev/warden/app/auth"
+	"github.com/warden-dev/warden/app/authz"
 	"github.com/warden-dev/warden/app/listener"
 	"github.com/warden-dev/warden/app/oidc"
 	"github.com/warden-dev/warden/app/store"
@@ -72,6 +73,8 @@ func (s *Server) authenticate(c *fiber.Ctx) error {
 func (s *Server) audit(c *fiber.Ctx) error {
 	info := &auditInfo{}
 	c.Locals(localAudit, info)
+	ctx, trail := authz.WithTrail(c.UserContext())
+	c.SetUserContext(ctx)
 	err := c.Next()
 	p := principal(c)
 	status := c.Response().StatusCode()
@@ -94,7 +97,10 @@ func (s *Server) audit(c *fiber.Ctx) error {
 		Resource: info.resource, Outcome: outcome, Policy: info.policy,
 	}
 	if rec.Policy == "" {
-		rec.Policy = p.EffectivePolicy()
+		rec.Policy = trail.Policy()
+	}
+	if rec.Policy == "" {
+		rec.Policy = authz.EffectivePolicy(ctx, p)
 	}
 	if err != nil {
 		if e, ok := apierr.As(err); ok {
@@ -104,7 +110,7 @@ func (s *Server) audit(c *fiber.Ctx) error {
 		}
 	}
 	// The audit write must not be lost when the client goes away mid-call.
-	ctx := context.WithoutCancel(c.UserContext())
+	ctx = context.WithoutCancel(c.UserContext())
 	werr := s.store.Update(ctx, p.Tenant, func(ctx context.Context, tx store.Tx) error {
 		_, err := tx.AuditInsert(ctx, rec)
 		return err

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/warden-dev/warden/app/api"
 	"github.com/warden-dev/warden/app/apierr"
 	"github.com/warden-dev/warden/app/auth"
 	"github.com/warden-dev/warden/app/resource"
@@ -76,19 +77,6 @@ func present(o *resource.Object) *resource.Object {
 	return o
 }
 
-// listResponse is a Kubernetes-style list.
-type listResponse struct {
-	APIVersion string             `json:"apiVersion"`
-	Kind       string             `json:"kind"`
-	Metadata   listMeta           `json:"metadata"`
-	Items      []*resource.Object `json:"items"`
-}
-
-type listMeta struct {
-	ResourceVersion string `json:"resourceVersion"`
-	Continue        string `json:"continue,omitempty"`
-}
-
 func (s *Server) handleList(c *fiber.Ctx) error {
 	t, err := resolveTarget(c)
 	if err != nil {
@@ -130,9 +118,9 @@ func (s *Server) handleList(c *fiber.Ctx) error {
 		}
 		items = append(items, present(o))
 	}
-	return c.JSON(listResponse{
+	return c.JSON(api.List{
 		APIVersion: t.info.APIVersion, Kind: t.info.Kind + "List",
-		Metadata: listMeta{ResourceVersion: res.ResourceVersion, Continue: res.Continue},
+		Metadata: api.ListMeta{ResourceVersion: res.ResourceVersion, Continue: res.Continue},
 		Items:    items,
 	})
 }

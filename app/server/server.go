@@ -79,6 +79,10 @@ type Config struct {
 	OIDC *oidc.Config
 	// Signup enables self-service tenant sign-up in the console (SaaS).
 	Signup bool
+	// LocalSignIn, without OIDC, lets the person at the machine into the
+	// console as the local owner through one-time links
+	// (Server.LocalSignInLink, printed by `warden up`).
+	LocalSignIn bool
 	// SignupLimit is how many sign-ups one client IP may post per
 	// window (default DefaultSignupsPerHour an hour).
 	SignupLimit oidc.RateLimit
@@ -138,7 +142,6 @@ func (c Config) WithDefaults() Config {
 	if c.ChangeHistory == 0 {
 		c.ChangeHistory = DefaultChangeHistory
 	}
-	c.Compile = c.Compile.WithDefaults()
 	if c.PublicURL == "" {
 		scheme := "http"
 		if c.TLSCertFile != "" {
@@ -146,6 +149,11 @@ func (c Config) WithDefaults() Config {
 		}
 		c.PublicURL = scheme + "://" + c.ControlAddr
 	}
+	if c.Compile.ControlURL == "" {
+		// Manifests name the control plane as agents reach it.
+		c.Compile.ControlURL = c.PublicURL
+	}
+	c.Compile = c.Compile.WithDefaults()
 	if c.Adapters == nil {
 		c.Adapters = adapter.NewRegistry(adapter.NewLocal(c.Logger))
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/warden-dev/warden/app/api"
 	"github.com/warden-dev/warden/app/apierr"
 	"github.com/warden-dev/warden/app/auth"
 	"github.com/warden-dev/warden/app/gateway"
@@ -79,7 +80,7 @@ func (s *Server) handleDecide(override bool) fiber.Handler {
 		if s.gateway == nil {
 			return apierr.New(apierr.CodeUnavailable, "the tool gateway is not running")
 		}
-		var req gateway.DecideRequest
+		var req api.DecideRequest
 		if err := decodeStrict(c.Body(), &req, `{"decision": "approve"|"deny", "rationale": "…"}`); err != nil {
 			return err
 		}

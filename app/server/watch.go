@@ -11,11 +11,11 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/warden-dev/warden/app/api"
 	"github.com/warden-dev/warden/app/auth"
 	"github.com/warden-dev/warden/app/authz"
 	"github.com/warden-dev/warden/app/listener"
 	"github.com/warden-dev/warden/app/resource"
-	"github.com/warden-dev/warden/app/watch"
 )
 
 // handleWatch streams changes as newline-delimited JSON:
@@ -75,10 +75,10 @@ func (s *Server) handleWatch(c *fiber.Ctx) error {
 // closing the stream and find clients that went away) come from a ticker.
 func (s *Server) streamWatch(ctx context.Context, cancel context.CancelFunc, w *bufio.Writer, tenant string,
 	sel *resource.Selector, from string, scoped func(*resource.Object) bool, interval time.Duration) {
-	evc := make(chan watch.Event)
+	evc := make(chan api.WatchEvent)
 	done := make(chan error, 1)
 	go func() {
-		done <- s.hub.Watch(ctx, tenant, sel, from, func(ev watch.Event) error {
+		done <- s.hub.Watch(ctx, tenant, sel, from, func(ev api.WatchEvent) error {
 			select {
 			case evc <- ev:
 				return nil
@@ -94,7 +94,7 @@ func (s *Server) streamWatch(ctx context.Context, cancel context.CancelFunc, w *
 		}
 	}()
 	enc := json.NewEncoder(w)
-	write := func(ev watch.Event) bool {
+	write := func(ev api.WatchEvent) bool {
 		if enc.Encode(ev) != nil {
 			return false
 		}
@@ -111,7 +111,7 @@ func (s *Server) streamWatch(ctx context.Context, cancel context.CancelFunc, w *
 			done <- err
 			return
 		case ev := <-evc:
-			if ev.Type != watch.Bookmark {
+			if ev.Type != api.EventBookmark {
 				if !scoped(ev.Object) {
 					continue
 				}
@@ -122,7 +122,7 @@ func (s *Server) streamWatch(ctx context.Context, cancel context.CancelFunc, w *
 				return
 			}
 		case <-ticker.C:
-			if !write(watch.Event{Type: watch.Bookmark, Object: &resource.Object{Metadata: resource.ObjectMeta{ResourceVersion: last}}}) {
+			if !write(api.WatchEvent{Type: api.EventBookmark, Object: &resource.Object{Metadata: resource.ObjectMeta{ResourceVersion: last}}}) {
 				return
 			}
 		}

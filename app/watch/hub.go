@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/warden-dev/warden/app/api"
 	"github.com/warden-dev/warden/app/resource"
 	"github.com/warden-dev/warden/app/store"
 )
@@ -214,20 +215,11 @@ func (f *feed) since(cursor int64) (out []store.Change, wait <-chan struct{}, in
 	return out, f.changed, true
 }
 
-// Event is one item of a watch stream.
-type Event struct {
-	Type   string           `json:"type"`
-	Object *resource.Object `json:"object"`
-}
-
-// Bookmark is the event type that carries only a resourceVersion.
-const Bookmark = "BOOKMARK"
-
 // Watch streams changes of tenant matching sel, newer than from (or newer
 // than now when from is empty), to send until ctx ends or send fails. It
 // first sends a BOOKMARK with the version it starts from. A resume point
 // older than retained history answers store.ErrGone before anything is sent.
-func (h *Hub) Watch(ctx context.Context, tenant string, sel *resource.Selector, from string, send func(Event) error) error {
+func (h *Hub) Watch(ctx context.Context, tenant string, sel *resource.Selector, from string, send func(api.WatchEvent) error) error {
 	f, err := h.feedFor(ctx, tenant)
 	if err != nil {
 		return err
@@ -265,7 +257,7 @@ func (h *Hub) Watch(ctx context.Context, tenant string, sel *resource.Selector, 
 			if !sel.Matches(c.Object) {
 				continue
 			}
-			if err := send(Event{Type: c.Type, Object: c.Object}); err != nil {
+			if err := send(api.WatchEvent{Type: c.Type, Object: c.Object}); err != nil {
 				return err
 			}
 		}
@@ -288,8 +280,8 @@ func peek(f *feed, cursor int64) ([]store.Change, bool) {
 	return out, inRing
 }
 
-func bookmark(rv int64) Event {
-	return Event{Type: Bookmark, Object: &resource.Object{Metadata: resource.ObjectMeta{ResourceVersion: strconv.FormatInt(rv, 10)}}}
+func bookmark(rv int64) api.WatchEvent {
+	return api.WatchEvent{Type: api.EventBookmark, Object: &resource.Object{Metadata: resource.ObjectMeta{ResourceVersion: strconv.FormatInt(rv, 10)}}}
 }
 
 // errBadVersion marks a resourceVersion the server cannot parse.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/warden-dev/warden/app/api"
 	"github.com/warden-dev/warden/app/resource"
 	"github.com/warden-dev/warden/app/store"
 	"github.com/warden-dev/warden/app/store/backend"
@@ -61,7 +62,7 @@ func watchers(tb testing.TB, hub *watch.Hub, n int) []chan time.Time {
 		ready.Add(1)
 		go func() {
 			first := true
-			_ = hub.Watch(ctx, tenant, nil, "", func(ev watch.Event) error {
+			_ = hub.Watch(ctx, tenant, nil, "", func(ev api.WatchEvent) error {
 				if first {
 					first = false
 					ready.Done()
@@ -152,8 +153,8 @@ func TestHubCatchesUpPastTheRing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	got := 0
-	err := hub.Watch(ctx, tenant, nil, from, func(ev watch.Event) error {
-		if ev.Type != watch.Bookmark {
+	err := hub.Watch(ctx, tenant, nil, from, func(ev api.WatchEvent) error {
+		if ev.Type != api.EventBookmark {
 			got++
 			if got == 5000 {
 				cancel()

@@ -10,6 +10,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/warden-dev/warden/app/auth"
+	"github.com/warden-dev/warden/app/authz"
 	"github.com/warden-dev/warden/app/store"
 	"github.com/warden-dev/warden/web/layout"
 )
@@ -33,7 +34,7 @@ type Request struct {
 }
 
 // Roles a key may carry (owner is for people only).
-var Roles = []string{auth.RoleViewer, auth.RoleApprover, auth.RoleEditor, auth.RoleAdmin}
+var Roles = authz.NamespaceRoles()
 
 // Handler serves the API keys screen.
 type Handler struct {
@@ -114,7 +115,7 @@ func (h *Handler) model(c *fiber.Ctx, m Model) Model {
 	p, _ := h.Env.Principal(c)
 	m.Page = h.Env.Page(c, "API keys", "apikeys")
 	m.Roles = Roles
-	m.CanManage = p.Authorize(auth.VerbApply, "") == nil
+	m.CanManage = h.Env.Allowed(c, authz.VerbCreate, "", authz.ObjAPIKeys)
 	keys, err := h.Service.APIKeys(c.UserContext(), p)
 	if err != nil && m.Error == "" {
 		m.Error = h.Env.ErrorMessage(c, "list API keys", err)

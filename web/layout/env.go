@@ -34,6 +34,19 @@ type Env struct {
 	StyleURL         string
 	ScriptURL        string
 	Log              *slog.Logger
+	// Authorize is app/authz's decision (web.Deps.Authorize).
+	Authorize func(ctx context.Context, p auth.Principal, verb, namespace, object string) error
+}
+
+// Allowed reports whether the request's person may do verb on object in
+// namespace, as app/authz decides; false without a person or an
+// Authorize.
+func (e *Env) Allowed(c *fiber.Ctx, verb, namespace, object string) bool {
+	p, ok := e.Principal(c)
+	if !ok || e.Authorize == nil {
+		return false
+	}
+	return e.Authorize(c.UserContext(), p, verb, namespace, object) == nil
 }
 
 // Page returns the frame of a screen for this request.

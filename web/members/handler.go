@@ -11,6 +11,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/warden-dev/warden/app/auth"
+	"github.com/warden-dev/warden/app/authz"
 	"github.com/warden-dev/warden/app/store"
 	"github.com/warden-dev/warden/web/layout"
 )
@@ -42,7 +43,7 @@ type Invitation struct {
 }
 
 // Roles offered by the invite form, least privileged first.
-var Roles = []string{auth.RoleViewer, auth.RoleApprover, auth.RoleEditor, auth.RoleAdmin, auth.RoleOwner}
+var Roles = append(authz.NamespaceRoles(), auth.RoleOwner)
 
 // Handler serves the members screen.
 type Handler struct {
@@ -119,7 +120,7 @@ func (h *Handler) model(c *fiber.Ctx, m Model) Model {
 	p, _ := h.Env.Principal(c)
 	m.Page = h.Env.Page(c, "Members", "members")
 	m.Roles = Roles
-	m.CanManage = p.Authorize(auth.VerbApply, "") == nil
+	m.CanManage = h.Env.Allowed(c, authz.VerbCreate, "", authz.ObjMembers)
 	list, err := h.Service.Members(c.UserContext(), p)
 	if err != nil && m.Error == "" {
 		m.Error = h.Env.ErrorMessage(c, "list members", err)

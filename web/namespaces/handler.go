@@ -71,7 +71,7 @@ func (h *Handler) render(c *fiber.Ctx, status int, m Model) error {
 func (h *Handler) model(c *fiber.Ctx, m Model) Model {
 	p, _ := h.Env.Principal(c)
 	m.Page = h.Env.Page(c, "Namespaces", "namespaces")
-	m.CanCreate = p.Authorize(auth.VerbApply, "") == nil
+	m.CanCreate = h.Env.Allowed(c, auth.VerbApply, "", "namespaces")
 	list, err := h.Service.Namespaces(c.UserContext(), p)
 	if err != nil && m.Error == "" {
 		m.Error = h.Env.ErrorMessage(c, "list namespaces", err)

@@ -21,6 +21,7 @@ import (
 
 	appaudit "github.com/warden-dev/warden/app/audit"
 	"github.com/warden-dev/warden/app/auth"
+	"github.com/warden-dev/warden/app/authz"
 	"github.com/warden-dev/warden/app/store"
 	"github.com/warden-dev/warden/web"
 	"github.com/warden-dev/warden/web/apikeys"
@@ -71,8 +72,26 @@ func (f *Fake) Deps() web.Deps {
 		Issuers:   []signin.Issuer{{ID: "test", Name: "Test IdP"}},
 		TenantSSO: f,
 		Signup:    f, Members: f, Namespaces: f, APIKeys: f, Audit: f, Tenants: f,
-		Now: f.now,
+		Now: f.now, Authorize: f.Authorize,
 	}
+}
+
+// Authorize stands in for app/authz over the fake's principals, which carry
+// their role: the role's permissions of the authz matrix, in the
+// namespace the principal is scoped to ("" = tenant scope needs "*").
+func (f *Fake) Authorize(_ context.Context, p auth.Principal, verb, namespace, object string) error {
+	if p.System {
+		return nil
+	}
+	if p.Namespace != auth.AllNamespaces && p.Namespace != namespace {
+		return fmt.Errorf("%w: %s is scoped to namespace %q", auth.ErrForbidden, p.Subject, p.Namespace)
+	}
+	for _, perm := range authz.Permissions(p.Role) {
+		if perm.Object == object && perm.Verb == verb {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: role %s may not %s %s", auth.ErrForbidden, p.Role, verb, object)
 }
 
 // Mount installs the fake CSRF check and the fake OIDC endpoints
@@ -173,7 +192,7 @@ func (f *Fake) record(p auth.Principal, verb, ns, res string) {
 	recs := f.audit[p.Tenant]
 	f.audit[p.Tenant] = append(recs, appaudit.Record{
 		Seq: int64(len(recs) + 1), Time: f.now(), Tenant: p.Tenant, Actor: p.Subject, Verb: verb,
-		Namespace: ns, Resource: res, Outcome: appaudit.OutcomeAllowed, Policy: p.EffectivePolicy(),
+		Namespace: ns, Resource: res, Outcome: appaudit.OutcomeAllowed, Policy: "role:" + p.Role + "@" + p.Namespace,
 	})
 }
 
@@ -238,8 +257,8 @@ func (f *Fake) Members(_ context.Context, p auth.Principal) ([]members.Member, e
 }
 
 // Invite adds a member.
-func (f *Fake) Invite(_ context.Context, p auth.Principal, inv members.Invitation) error {
-	if err := p.Authorize(auth.VerbApply, ""); err != nil {
+func (f *Fake) Invite(ctx context.Context, p auth.Principal, inv members.Invitation) error {
+	if err := f.Authorize(ctx, p, authz.VerbCreate, "", authz.ObjMembers); err != nil {
 		return err
 	}
 	f.mu.Lock()
@@ -260,8 +279,8 @@ func (f *Fake) Invite(_ context.Context, p auth.Principal, inv members.Invitatio
 }
 
 // Remove removes a member.
-func (f *Fake) Remove(_ context.Context, p auth.Principal, email string) error {
-	if err := p.Authorize(auth.VerbDelete, ""); err != nil {
+func (f *Fake) Remove(ctx context.Context, p auth.Principal, email string) error {
+	if err := f.Authorize(ctx, p, auth.VerbDelete, "", authz.ObjMembers); err != nil {
 		return err
 	}
 	f.mu.Lock()
@@ -285,8 +304,8 @@ func (f *Fake) Namespaces(_ context.Context, p auth.Principal) ([]namespaces.Nam
 }
 
 // CreateNamespace adds a namespace.
-func (f *Fake) CreateNamespace(_ context.Context, p auth.Principal, name string) error {
-	if err := p.Authorize(auth.VerbApply, ""); err != nil {
+func (f *Fake) CreateNamespace(ctx context.Context, p auth.Principal, name string) error {
+	if err := f.Authorize(ctx, p, auth.VerbApply, "", "namespaces"); err != nil {
 		return err
 	}
 	f.mu.Lock()
@@ -309,8 +328,8 @@ func (f *Fake) APIKeys(_ context.Context, p auth.Principal) ([]store.APIKey, err
 }
 
 // CreateAPIKey makes a key and keeps only its hash.
-func (f *Fake) CreateAPIKey(_ context.Context, p auth.Principal, req apikeys.Request) (string, store.APIKey, error) {
-	if err := p.Authorize(auth.VerbApply, ""); err != nil {
+func (f *Fake) CreateAPIKey(ctx context.Context, p auth.Principal, req apikeys.Request) (string, store.APIKey, error) {
+	if err := f.Authorize(ctx, p, authz.VerbCreate, "", authz.ObjAPIKeys); err != nil {
 		return "", store.APIKey{}, err
 	}
 	f.mu.Lock()
@@ -332,8 +351,8 @@ func (f *Fake) CreateAPIKey(_ context.Context, p auth.Principal, req apikeys.Req
 }
 
 // RevokeAPIKey marks a key revoked.
-func (f *Fake) RevokeAPIKey(_ context.Context, p auth.Principal, id string) error {
-	if err := p.Authorize(auth.VerbDelete, ""); err != nil {
+func (f *Fake) RevokeAPIKey(ctx context.Context, p auth.Principal, id string) error {
+	if err := f.Authorize(ctx, p, auth.VerbDelete, "", authz.ObjAPIKeys); err != nil {
 		return err
 	}
 	f.mu.Lock()

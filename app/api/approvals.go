@@ -1,0 +1,16 @@
+package api
+
+// Decisions of an approver.
+const (
+	DecisionApprove = "approve"
+	DecisionDeny    = "deny"
+)
+
+// DecideRequest is the body of POST …/approvals/{id}/decide and
+// /v1/approvals/{id}/override.
+type DecideRequest struct {
+	// Decision is DecisionApprove or DecisionDeny.
+	Decision string `json:"decision"`
+	// Rationale is the decider's reason; an override needs one.
+	Rationale string `json:"rationale,omitempty"`
+}
