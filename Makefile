@@ -33,7 +33,7 @@ BENCHTIME ?= 1s
 IMAGE     ?= warden:dev
 RUN_ARGS  ?= up
 
-.PHONY: help build test lint bench bench-gateway bench-router fuzz run docker generate-free generate-check tools test-deps check-postgres
+.PHONY: help build test lint bench bench-gateway bench-router bench-mcp fuzz run docker generate-free generate-check tools test-deps check-postgres
 
 help: ## List the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-15s %s\n", $$1, $$2}'
@@ -88,6 +88,17 @@ bench-gateway: build ## Load-test the tool gateway (SQLite and Postgres): calls/
 ROUTER_BENCH_DURATION ?= 10s
 bench-router: build ## Load-test the model router on one core: added p50/p99, calls/s, first chunk.
 	./warden bench router --duration $(ROUTER_BENCH_DURATION) --cpus 1
+# bench-mcp calls a read-only MCP echo tool directly and through the MCP
+# gateway's per-agent endpoint, on SQLite and on Postgres.
+MCP_BENCH_RATE     ?= 500
+MCP_BENCH_DURATION ?= 10s
+bench-mcp: build ## Load-test the MCP gateway (SQLite and Postgres): added p50, CPU per call, calls/s.
+	./warden bench mcp --rate $(MCP_BENCH_RATE) --duration $(MCP_BENCH_DURATION)
+	@db="warden_bench_mcp_$$$$"; \
+	psql "$$TEST_DATABASE_URL" -qc "CREATE DATABASE $$db" && \
+	trap 'psql "$$TEST_DATABASE_URL" -qc "DROP DATABASE IF EXISTS $$db WITH (FORCE)"' EXIT && \
+	./warden bench mcp --rate $(MCP_BENCH_RATE) --duration $(MCP_BENCH_DURATION) \
+		--store "$$(echo "$$TEST_DATABASE_URL" | sed -E "s#/[^/?]+(\?|$$)#/$$db\1#")"
 
 fuzz: ## Run every fuzz target for FUZZTIME each (default 10s).
 	@found=0; \

@@ -40,12 +40,16 @@ const defaultControlPort = 8080
 // defaultGatewayPort is the tool gateway's port.
 const defaultGatewayPort = 8081
 
+// defaultMCPPort is the MCP gateway's port.
+const defaultMCPPort = 8082
+
 // defaultRouterPort is the model router's port.
 const defaultRouterPort = 8083
 
 func newUpCmd(a *app) *cobra.Command {
 	var dataDir, storeURL, listenHost string
 	var port, gatewayPort, changeHistory int
+	var mcpPort int
 	routerPort := defaultRouterPort
 	var tlsOpts tlsOptions
 	var people peopleOptions
@@ -71,8 +75,8 @@ tokens. Register <public URL>/auth/callback as the redirect URL there.`,
 			if gatewayPort < 0 || gatewayPort > 65535 || gatewayPort == port {
 				return usagef("--gateway-port %d is not a TCP port (1-65535, 0 for no gateway) other than --port", gatewayPort)
 			}
-			if routerPort < 0 || routerPort > 65535 || routerPort == port || routerPort != 0 && routerPort == gatewayPort {
-				return usagef("--router-port %d is not a TCP port (1-65535, 0 for no router) other than --port and --gateway-port", routerPort)
+			if routerPort < 0 || routerPort > 65535 || routerPort == port || routerPort != 0 && (routerPort == gatewayPort || routerPort == mcpPort) {
+				return usagef("--router-port %d is not a TCP port (1-65535, 0 for no router) other than --port, --gateway-port and --mcp-port", routerPort)
 			}
 			if (tlsOpts.cert == "") != (tlsOpts.key == "") {
 				return usagef("--tls-cert and --tls-key go together")
@@ -98,6 +102,13 @@ tokens. Register <public URL>/auth/callback as the redirect URL there.`,
 					return usagef("--public-url %q must be an absolute http(s) URL", people.publicURL)
 				}
 			}
+			if mcpPort < 0 || mcpPort > 65535 || mcpPort != 0 && (mcpPort == port || mcpPort == gatewayPort) {
+				return usagef("--mcp-port %d is not a TCP port (1-65535, 0 for no MCP gateway) other than --port and --gateway-port", mcpPort)
+			}
+			if gatewayPort == 0 {
+				mcpPort = 0 // MCP calls are governed by the tool gateway
+			}
+			a.mcpPort = mcpPort
 			return a.up(cmd.Context(), dataDir, storeURL, listenHost, port, gatewayPort, routerPort, changeHistory, tlsOpts, people)
 		},
 	}
@@ -107,6 +118,7 @@ tokens. Register <public URL>/auth/callback as the redirect URL there.`,
 	f.StringVar(&listenHost, "listen-host", "127.0.0.1", "address the listeners bind to; 0.0.0.0 exposes Warden to the network")
 	f.IntVar(&port, "port", defaultControlPort, "port of the control plane API")
 	f.IntVar(&gatewayPort, "gateway-port", defaultGatewayPort, "port of the tool gateway (0: no gateway)")
+	f.IntVar(&mcpPort, "mcp-port", defaultMCPPort, "port of the MCP gateway (0: no MCP gateway)")
 	f.IntVar(&routerPort, "router-port", defaultRouterPort, "port of the model router (0: no router)")
 	f.IntVar(&changeHistory, "change-history", server.DefaultChangeHistory, "change-log entries each tenant keeps for watchers that resume (-1: all)")
 	f.StringVar(&tlsOpts.cert, "tls-cert", "", "PEM certificate (chain) to serve every listener over TLS")
@@ -212,6 +224,11 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		return err
 	}
 	defer listeners.Close()
+	if a.mcpPort != 0 {
+		if err := listeners.BindMCP(net.JoinHostPort(listenHost, strconv.Itoa(a.mcpPort))); err != nil {
+			return err
+		}
+	}
 	// A certificate pair that does not load fails now, before first-start
 	// setup, like a busy port.
 	if _, err := (server.Config{TLSCertFile: tlsOpts.cert, TLSKeyFile: tlsOpts.key}).TLSConfig(); err != nil {
@@ -322,6 +339,11 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		routerAddr = net.JoinHostPort(listenHost, strconv.Itoa(routerPort))
 		routerURL = scheme + "://" + net.JoinHostPort(clientHost(listenHost), strconv.Itoa(routerPort))
 	}
+	mcpAddr, mcpURL := "", ""
+	if a.mcpPort != 0 {
+		mcpAddr = net.JoinHostPort(listenHost, strconv.Itoa(a.mcpPort))
+		mcpURL = scheme + "://" + net.JoinHostPort(clientHost(listenHost), strconv.Itoa(a.mcpPort))
+	}
 
 	var osTools gateway.OSRunner
 	var sandboxErr error
@@ -347,6 +369,10 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 	}
 	approvals.SetQueue(queue)
 	agboms.SetQueue(queue)
+	compileOpts := manifestURLs(scheme, listenHost, publicURL, gatewayURL)
+	if mcpURL != "" {
+		compileOpts.MCPGatewayURL = mcpURL
+	}
 	srv, err := server.New(server.Config{
 		Queue:          approvals,
 		AgBOMQueue:     agbomQueue(agboms, gatewayPort),
@@ -357,7 +383,8 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		ControlAddr:    net.JoinHostPort(listenHost, controlPort),
 		GatewayAddr:    gatewayAddr,
 		RouterAddr:     routerAddr,
-		Compile:        manifestURLs(scheme, listenHost, publicURL, gatewayURL),
+		Compile:        compileOpts,
+		MCPAddr:        mcpAddr,
 		TLSCertFile:    tlsOpts.cert,
 		TLSKeyFile:     tlsOpts.key,
 		Keyring:        keyring,
@@ -396,6 +423,9 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 	fmt.Fprintf(w, "  control plane + console  %s\n", controlURL)
 	if gatewayURL != "" {
 		fmt.Fprintf(w, "  tool gateway             %s\n", gatewayURL)
+	}
+	if mcpURL != "" {
+		fmt.Fprintf(w, "  MCP gateway              %s (per-agent endpoint %s/mcp)\n", mcpURL, mcpURL)
 	}
 	if routerURL != "" {
 		fmt.Fprintf(w, "  model router             %s\n", routerURL)

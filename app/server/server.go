@@ -26,6 +26,7 @@ import (
 	"github.com/warden-dev/warden/app/events"
 	"github.com/warden-dev/warden/app/gateway"
 	"github.com/warden-dev/warden/app/listener"
+	"github.com/warden-dev/warden/app/mcp"
 	"github.com/warden-dev/warden/app/oidc"
 	"github.com/warden-dev/warden/app/policy"
 	"github.com/warden-dev/warden/app/resource"
@@ -117,6 +118,9 @@ type Config struct {
 	// every listener (zero fields: listener's defaults).
 	Timeouts listener.Timeouts
 	Now      func() time.Time
+	// MCPAddr is the MCP gateway listener (app/mcp); "" serves none. It
+	// needs the tool gateway, which governs its calls.
+	MCPAddr string
 }
 
 // WithDefaults returns a copy of c with defaults filled in.
@@ -177,6 +181,11 @@ func (c Config) Validate() error {
 	}
 	if c.RouterAddr != "" {
 		if err := CheckTransport(c.RouterAddr, c.TLSCertFile != "", c.AllowPlaintext); err != nil {
+			return err
+		}
+	}
+	if c.MCPAddr != "" {
+		if err := CheckTransport(c.MCPAddr, c.TLSCertFile != "", c.AllowPlaintext); err != nil {
 			return err
 		}
 	}
@@ -245,6 +254,9 @@ type Server struct {
 	gateway *gateway.Gateway
 	// router is the model router; nil without RouterAddr.
 	router *router.Router
+	// mcp is the MCP gateway and mcpLn its listener; nil without MCPAddr.
+	mcp   *mcp.Service
+	mcpLn net.Listener
 	// agbom serves and regenerates AgBOMs; stopAgBOM ends its event
 	// subscription.
 	agbom     *agbom.Service
@@ -323,17 +335,28 @@ func New(cfg Config) (*Server, error) {
 		if people != nil {
 			gwVerifiers = append(gwVerifiers, people.Verifier())
 		}
-		gw, err := gateway.New(gateway.Config{
+		gwCfg := gateway.Config{
 			Store: cfg.Store, Policies: policies, Authn: auth.NewAuthenticator(cfg.Store, cfg.Now, gwVerifiers...), Authz: az,
 			Secrets: secret.NewBroker(cfg.Keyring), OS: cfg.Sandbox, Guardians: cfg.Guardians, Queue: cfg.Queue, Bus: bus,
 			Tracer: cfg.Tracer, URL: cfg.Compile.ToolGatewayURL, Logger: cfg.Logger, Now: cfg.Now,
 			Timeouts: cfg.Timeouts,
-		})
+		}
+		if cfg.MCPAddr != "" {
+			if err := s.newMCP(issuer, people, bus); err != nil {
+				cancel()
+				return nil, err
+			}
+			gwCfg.MCP = s.mcp
+		}
+		gw, err := gateway.New(gwCfg)
 		if err != nil {
 			cancel()
 			return nil, fmt.Errorf("tool gateway: %w", err)
 		}
 		s.gateway = gw
+		if s.mcp != nil {
+			s.mcp.Bind(gw)
+		}
 	}
 	if cfg.RouterAddr != "" {
 		if s.router, err = newRouter(cfg, issuer, people, policies, az, bus); err != nil {
@@ -431,6 +454,9 @@ func (s *Server) closeGateway() {
 	if s.gateway != nil {
 		s.gateway.Close()
 	}
+	if s.mcp != nil {
+		s.mcp.Close()
+	}
 }
 
 // Gateway returns the tool gateway, nil when it is off.
@@ -465,6 +491,12 @@ func (s *Server) ListenAndServe(ctx context.Context) error {
 			return err
 		}
 	}
+	if s.mcp != nil && s.gateway != nil {
+		if err := ls.BindMCP(s.cfg.MCPAddr); err != nil {
+			ls.Close()
+			return err
+		}
+	}
 	return s.ServeListeners(ctx, ls)
 }
 
@@ -478,8 +510,12 @@ func (s *Server) ServeAll(ctx context.Context, ln, gln net.Listener) error {
 		gerr <- s.gateway.Serve(ctx, gln)
 		cancel()
 	}()
+	merr := s.serveMCP(ctx, cancel)
 	err := s.serveControl(ctx, ln)
 	cancel()
+	if e := <-merr; err == nil && e != nil {
+		err = fmt.Errorf("MCP gateway: %w", e)
+	}
 	// The gateway's listener is drained (its calls in flight finished)
 	// before its recorder stops.
 	e := <-gerr

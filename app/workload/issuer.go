@@ -27,6 +27,7 @@ const (
 	AudienceToolGateway  = "warden:tool-gateway"
 	AudienceControlPlane = "warden:control-plane"
 	AudienceModelRouter  = "warden:model-router"
+	AudienceMCPGateway   = "warden:mcp-gateway"
 )
 
 // RoleAgent is the role of a workload principal. It is not a namespace RBAC
