@@ -24,6 +24,7 @@ type fakeReader struct {
 	store.MemberReader
 	store.GatewayReader
 	store.RouterReader
+	store.MemoryReader
 	objs []*resource.Object
 }
 

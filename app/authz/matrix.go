@@ -46,6 +46,11 @@ const (
 	ObjAudit = "audit"
 	// ObjResources is the change feed, GET /v1/resources?watch=true.
 	ObjResources = "resources"
+	// ObjMemoryItems is the memory service's items: get (query), create
+	// (write) and delete.
+	ObjMemoryItems = "memoryitems"
+	// ObjMemorySummarize with VerbCreate is a memory's summary pass.
+	ObjMemorySummarize = "memoryitems/summarize"
 )
 
 // Permission is one (object, verb) pair a role allows.
@@ -121,6 +126,7 @@ func rules(role string) []Permission {
 		// Secrets read as metadata only (values never leave the server).
 		add([]string{groupNamespaced}, readVerbs...)
 		add([]string{ObjResources}, auth.VerbWatch)
+		add([]string{ObjMemoryItems}, auth.VerbGet)
 		// Tenant-scope kinds live in domain "*": only a tenant-wide grant
 		// reaches them.
 		add([]string{groupTenant}, readVerbs...)
@@ -129,6 +135,8 @@ func rules(role string) []Permission {
 		viewer()
 		add([]string{groupUserKinds}, writeVerbs...)
 		add([]string{ObjModelCalls}, VerbCreate)
+		add([]string{ObjMemoryItems}, VerbCreate, auth.VerbDelete)
+		add([]string{ObjMemorySummarize}, VerbCreate)
 	}
 	approver := func() {
 		viewer()
@@ -148,6 +156,8 @@ func rules(role string) []Permission {
 		add([]string{"agents", "tools", "models"}, auth.VerbGet, auth.VerbList)
 		add([]string{ObjToolCalls}, VerbCreate)
 		add([]string{ObjModelCalls}, VerbCreate)
+		add([]string{ObjMemoryItems}, auth.VerbGet, VerbCreate, auth.VerbDelete)
+		add([]string{ObjMemorySummarize}, VerbCreate)
 	case auth.RoleViewer:
 		viewer()
 	case auth.RoleEditor:

@@ -19,6 +19,8 @@ type app struct {
 	namespace string
 	// mcpPort is up's --mcp-port.
 	mcpPort int
+	// memoryPort is up's --memory-port.
+	memoryPort int
 }
 
 func newRootCmd(env Env) *cobra.Command {
@@ -69,6 +71,7 @@ current context of $WARDEN_HOME/config.yaml (written by 'warden up').`,
 		newToolCallsCmd(a),
 		newApprovalsCmd(a),
 		newAgBOMCmd(a),
+		newMemoryCmd(a),
 		newDemoCmd(a),
 		newModelsCmd(a),
 		newRouteCmd(a),

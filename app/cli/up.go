@@ -50,6 +50,7 @@ func newUpCmd(a *app) *cobra.Command {
 	var dataDir, storeURL, listenHost string
 	var port, gatewayPort, changeHistory int
 	var mcpPort int
+	var mem memoryOptions
 	routerPort := defaultRouterPort
 	var tlsOpts tlsOptions
 	var people peopleOptions
@@ -75,8 +76,11 @@ tokens. Register <public URL>/auth/callback as the redirect URL there.`,
 			if gatewayPort < 0 || gatewayPort > 65535 || gatewayPort == port {
 				return usagef("--gateway-port %d is not a TCP port (1-65535, 0 for no gateway) other than --port", gatewayPort)
 			}
-			if routerPort < 0 || routerPort > 65535 || routerPort == port || routerPort != 0 && (routerPort == gatewayPort || routerPort == mcpPort) {
-				return usagef("--router-port %d is not a TCP port (1-65535, 0 for no router) other than --port, --gateway-port and --mcp-port", routerPort)
+			if mem.port < 0 || mem.port > 65535 || mem.port == port || (mem.port != 0 && (mem.port == gatewayPort || mem.port == mcpPort)) {
+				return usagef("--memory-port %d is not a TCP port (1-65535, 0 for no memory service) other than --port, --gateway-port and --mcp-port", mem.port)
+			}
+			if routerPort < 0 || routerPort > 65535 || routerPort == port || routerPort != 0 && (routerPort == gatewayPort || routerPort == mcpPort || routerPort == mem.port) {
+				return usagef("--router-port %d is not a TCP port (1-65535, 0 for no router) other than --port, --gateway-port, --mcp-port and --memory-port", routerPort)
 			}
 			if (tlsOpts.cert == "") != (tlsOpts.key == "") {
 				return usagef("--tls-cert and --tls-key go together")
@@ -109,6 +113,7 @@ tokens. Register <public URL>/auth/callback as the redirect URL there.`,
 				mcpPort = 0 // MCP calls are governed by the tool gateway
 			}
 			a.mcpPort = mcpPort
+			a.memoryPort = mem.port
 			return a.up(cmd.Context(), dataDir, storeURL, listenHost, port, gatewayPort, routerPort, changeHistory, tlsOpts, people)
 		},
 	}
@@ -119,6 +124,7 @@ tokens. Register <public URL>/auth/callback as the redirect URL there.`,
 	f.IntVar(&port, "port", defaultControlPort, "port of the control plane API")
 	f.IntVar(&gatewayPort, "gateway-port", defaultGatewayPort, "port of the tool gateway (0: no gateway)")
 	f.IntVar(&mcpPort, "mcp-port", defaultMCPPort, "port of the MCP gateway (0: no MCP gateway)")
+	f.IntVar(&mem.port, "memory-port", defaultMemoryPort, "port of the memory service (0: no memory service)")
 	f.IntVar(&routerPort, "router-port", defaultRouterPort, "port of the model router (0: no router)")
 	f.IntVar(&changeHistory, "change-history", server.DefaultChangeHistory, "change-log entries each tenant keeps for watchers that resume (-1: all)")
 	f.StringVar(&tlsOpts.cert, "tls-cert", "", "PEM certificate (chain) to serve every listener over TLS")
@@ -229,6 +235,15 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 			return err
 		}
 	}
+	memLn, err := bindMemory(listenHost, a.memoryPort)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if memLn != nil {
+			_ = memLn.Close()
+		}
+	}()
 	// A certificate pair that does not load fails now, before first-start
 	// setup, like a busy port.
 	if _, err := (server.Config{TLSCertFile: tlsOpts.cert, TLSKeyFile: tlsOpts.key}).TLSConfig(); err != nil {
@@ -373,6 +388,9 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 	if mcpURL != "" {
 		compileOpts.MCPGatewayURL = mcpURL
 	}
+	if a.memoryPort != 0 {
+		compileOpts.MemoryURL = scheme + "://" + net.JoinHostPort(clientHost(listenHost), strconv.Itoa(a.memoryPort))
+	}
 	srv, err := server.New(server.Config{
 		Queue:          approvals,
 		AgBOMQueue:     agbomQueue(agboms, gatewayPort),
@@ -444,8 +462,22 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 	if tracer != nil {
 		fmt.Fprintf(w, "  traces (OTLP/HTTP)       %s\n", traceEndpoint)
 	}
+	if memLn != nil {
+		fmt.Fprintf(w, "  memory                   %s\n", compileOpts.MemoryURL)
+	}
 	fmt.Fprintf(w, "Press Ctrl-C to stop.\n")
+	memTLS, err := (server.Config{TLSCertFile: tlsOpts.cert, TLSKeyFile: tlsOpts.key}).TLSConfig()
+	if err != nil {
+		return err
+	}
+	stopMemory, err := serveMemory(ctx, memLn, srv, st, compileOpts.ModelRouterURL,
+		memTLS, logger, a.env.Now)
+	if err != nil {
+		return err
+	}
+	memLn = nil // serveMemory owns it now
 	err = srv.ServeListeners(ctx, listeners)
+	stopMemory()
 	if ctx.Err() != nil && (err == nil || errors.Is(err, context.Canceled)) {
 		fmt.Fprintln(w, "Warden stopped.")
 		return nil

@@ -74,10 +74,11 @@ func TestUpOnABusyPortChangesNothing(t *testing.T) {
 		args []string
 		hint string
 	}{
-		{"control plane port", []string{"--port", busyPort, "--gateway-port", "0", "--router-port", "0"}, "choose another port with --port"},
-		{"gateway port", []string{"--port", freePort(t), "--gateway-port", busyPort, "--router-port", "0"}, "choose another port with --gateway-port"},
-		{"router port", []string{"--port", freePort(t), "--gateway-port", "0", "--router-port", busyPort}, "choose another port with --router-port"},
-		{"missing TLS files", []string{"--port", freePort(t), "--gateway-port", "0", "--router-port", "0", "--tls-cert", "/nonexistent/tls.crt", "--tls-key", "/nonexistent/tls.key"},
+		{"control plane port", []string{"--port", busyPort, "--gateway-port", "0", "--memory-port", "0", "--router-port", "0"}, "choose another port with --port"},
+		{"gateway port", []string{"--port", freePort(t), "--gateway-port", busyPort, "--memory-port", "0", "--router-port", "0"}, "choose another port with --gateway-port"},
+		{"memory port", []string{"--port", freePort(t), "--gateway-port", "0", "--memory-port", busyPort, "--router-port", "0"}, "choose another port with --memory-port"},
+		{"router port", []string{"--port", freePort(t), "--gateway-port", "0", "--memory-port", "0", "--router-port", busyPort}, "choose another port with --router-port"},
+		{"missing TLS files", []string{"--port", freePort(t), "--gateway-port", "0", "--memory-port", "0", "--router-port", "0", "--tls-cert", "/nonexistent/tls.crt", "--tls-key", "/nonexistent/tls.key"},
 			"load TLS certificate /nonexistent/tls.crt"},
 	}
 	for _, tc := range cases {
@@ -104,19 +105,22 @@ func TestUpOnABusyPortChangesNothing(t *testing.T) {
 func TestUpSaysEachThingOnceBeforeServing(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
-	port := freePort(t)
+	port, memPort := freePort(t), freePort(t)
 	var out syncBuffer // stdout and the log, in the order they were written
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan int, 1)
 	go func() {
-		done <- RunWith(ctx, upEnv(home, &out, &out), []string{"warden", "up", "--port", port, "--gateway-port", freePort(t), "--router-port", freePort(t)})
+		done <- RunWith(ctx, upEnv(home, &out, &out), []string{"warden", "up", "--port", port, "--gateway-port", freePort(t), "--memory-port", memPort, "--router-port", freePort(t)})
 	}()
 	require.Eventually(t, func() bool { return strings.Contains(out.String(), "Press Ctrl-C to stop.") }, 60*time.Second, 10*time.Millisecond,
 		"up never said it was serving:\n%s", out.String())
-	res, err := http.Get("http://127.0.0.1:" + port + "/healthz")
-	require.NoError(t, err)
-	_ = res.Body.Close()
-	require.Equal(t, http.StatusOK, res.StatusCode)
+	for _, p := range []string{port, memPort} {
+		res, err := http.Get("http://127.0.0.1:" + p + "/healthz")
+		require.NoError(t, err)
+		_ = res.Body.Close()
+		require.Equal(t, http.StatusOK, res.StatusCode)
+	}
+	require.Contains(t, out.String(), "memory                   http://127.0.0.1:"+memPort)
 	cancel()
 	require.Equal(t, 0, <-done, out.String())
 
@@ -135,6 +139,6 @@ func TestUpSaysEachThingOnceBeforeServing(t *testing.T) {
 	if i := strings.Index(text, "OS tool sandbox"); i >= 0 {
 		require.Less(t, i, ready)
 	}
-	_, err = os.Stat(filepath.Join(home, "config.yaml"))
+	_, err := os.Stat(filepath.Join(home, "config.yaml"))
 	require.NoError(t, err)
 }

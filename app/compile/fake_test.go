@@ -24,6 +24,8 @@ type fakeReader struct {
 	// GatewayReader likewise.
 	store.GatewayReader
 	store.RouterReader
+	// MemoryReader likewise.
+	store.MemoryReader
 	objs  []*resource.Object
 	gets  int
 	lists int

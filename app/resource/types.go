@@ -735,6 +735,27 @@ type MemorySpec struct {
 	MaxItems int64 `json:"maxItems,omitempty"`
 	// Endpoint is the memory service URL; empty means the built-in one.
 	Endpoint string `json:"endpoint,omitempty"`
+	// Scope says who shares items: namespace, agent or conversation;
+	// empty means agent.
+	Scope string `json:"scope,omitempty"`
+	// RedactPII redacts personal data and secrets from items before they
+	// are stored; nil means true.
+	RedactPII *bool `json:"redactPII,omitempty"`
+	// Summarize configures summary passes.
+	Summarize *MemorySummarize `json:"summarize,omitempty"`
+}
+
+// MemorySummarize configures a Memory's summary passes.
+type MemorySummarize struct {
+	// Model is asked for the summary through the model router; empty
+	// means an extractive summary.
+	Model string `json:"model,omitempty"`
+	// KeepRecent is how many newest items a pass leaves alone; nil means
+	// 20.
+	KeepRecent *int64 `json:"keepRecent,omitempty"`
+	// Policy is mark (summarized items are kept but hidden from queries)
+	// or delete; empty means mark.
+	Policy string `json:"policy,omitempty"`
 }
 
 // RAGIndexSpec is the spec of a RAGIndex.

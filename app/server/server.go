@@ -390,6 +390,10 @@ func New(cfg Config) (*Server, error) {
 // Issuer returns the workload identity issuer.
 func (s *Server) Issuer() *workload.Issuer { return s.issuer }
 
+// Authorizer returns the authorizer, whose grants the server keeps current
+// as RoleBindings change: services served beside it (memory) decide with it.
+func (s *Server) Authorizer() *authz.Authorizer { return s.authz }
+
 func ephemeralKeyring() (*secret.Keyring, error) {
 	key := make([]byte, 32)
 	if _, err := rand.Read(key); err != nil {

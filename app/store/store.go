@@ -101,6 +101,8 @@ type Reader interface {
 	GatewayReader
 	// RouterReader reads the model router's routing decisions.
 	RouterReader
+	// MemoryReader reads the memory service's items.
+	MemoryReader
 }
 
 // Tx is a read-write transaction bound to one tenant.
@@ -137,6 +139,8 @@ type Tx interface {
 	GatewayTx
 	// RouterTx records the model router's routing decisions.
 	RouterTx
+	// MemoryTx writes the memory service's items.
+	MemoryTx
 }
 
 // ListParams selects one page of a list.

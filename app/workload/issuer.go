@@ -28,6 +28,7 @@ const (
 	AudienceControlPlane = "warden:control-plane"
 	AudienceModelRouter  = "warden:model-router"
 	AudienceMCPGateway   = "warden:mcp-gateway"
+	AudienceMemory       = "warden:memory"
 )
 
 // RoleAgent is the role of a workload principal. It is not a namespace RBAC

@@ -61,6 +61,9 @@ func seedTenant(t *testing.T, s store.Store, tenant string) {
 		if err := tx.RouteDecisionInsert(ctx, []store.RouteDecision{{ID: "d-" + tenant, Namespace: "default", Route: "r", Time: time.Unix(0, 0), Data: []byte(`{}`)}}); err != nil {
 			return err
 		}
+		if _, err := tx.MemoryItemInsert(ctx, store.MemoryItem{ID: "item-" + tenant, Namespace: "default", Memory: "notes", Text: "owned by " + tenant}); err != nil {
+			return err
+		}
 		return tx.APIKeyInsert(ctx, store.APIKey{ID: "key-" + tenant, SecretHash: hex.EncodeToString(sum[:]), Namespace: "*", Role: "admin"})
 	}))
 	require.NoError(t, s.SessionInsert(context.Background(), store.Session{IDHash: sessionHash(tenant), Tenant: tenant,
@@ -248,6 +251,7 @@ func testRowLevelSecurity(t *testing.T, url string, s store.Store) {
 		{"idempotency_keys", `INSERT INTO idempotency_keys (tenant_id, namespace, key, call, claimed_at) VALUES ($1, 'default', 'evil', 'evil', now())`, `released = released`},
 		{"usage_counters", `INSERT INTO usage_counters (tenant_id, key, window_start, calls, cost) VALUES ($1, 'evil', now(), 1, 0)`, `calls = calls`},
 		{"route_decisions", `INSERT INTO route_decisions (tenant_id, id, namespace, execution, route, agent, time, data) VALUES ($1, 'evil', 'default', '', 'r', '', now(), '{}')`, `route = route`},
+		{"memory_items", `INSERT INTO memory_items (tenant_id, namespace, memory, id, text, created_at) VALUES ($1, 'default', 'notes', 'evil', 'evil', now())`, `text = text`},
 	}
 	for _, tb := range tables {
 		t.Run(tb.name, func(t *testing.T) {
@@ -310,6 +314,10 @@ func testRowLevelSecurity(t *testing.T, url string, s store.Store) {
 		usage, err := r.UsageGet(ctx, []store.UsageKey{{Key: "rate", WindowStart: time.Unix(0, 0)}})
 		require.NoError(t, err)
 		require.Equal(t, []store.UsageTotal{{Calls: 1}}, usage)
+		items, err := r.MemoryItemQuery(ctx, store.MemoryQuery{Namespace: "default", Memory: "notes"})
+		require.NoError(t, err)
+		require.Len(t, items, 1)
+		require.Equal(t, "owned by "+b, items[0].Text)
 		return nil
 	}))
 	require.NoError(t, s.Update(ctx, b, func(ctx context.Context, tx store.Tx) error {

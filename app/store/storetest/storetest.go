@@ -80,6 +80,10 @@ func Run(t *testing.T, open OpenFunc) {
 		{"WriteCallsConcurrent", testWriteCallsConcurrent},
 		{"WriteCallsIsolation", testWriteCallsIsolation},
 		{"Sync", testSync},
+		{"MemoryItems", testMemoryItems},
+		{"MemoryDelete", testMemoryDelete},
+		{"MemoryTrim", testMemoryTrim},
+		{"MemoryCompact", testMemoryCompact},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
