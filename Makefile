@@ -33,7 +33,7 @@ BENCHTIME ?= 1s
 IMAGE     ?= warden:dev
 RUN_ARGS  ?= up
 
-.PHONY: help build test lint bench bench-gateway bench-router bench-mcp fuzz run docker generate-free generate-check tools test-deps check-postgres
+.PHONY: help build test lint bench bench-gateway bench-router bench-mcp soak fuzz run docker generate-free generate-check tools test-deps check-postgres
 
 help: ## List the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-15s %s\n", $$1, $$2}'
@@ -100,6 +100,14 @@ bench-mcp: build ## Load-test the MCP gateway (SQLite and Postgres): added p50, 
 	./warden bench mcp --rate $(MCP_BENCH_RATE) --duration $(MCP_BENCH_DURATION) \
 		--store "$$(echo "$$TEST_DATABASE_URL" | sed -E "s#/[^/?]+(\?|$$)#/$$db\1#")"
 
+# soak drives governed calls on the embedded store for SOAK_DURATION with a
+# minute of retention and prints the store's size as it levels off (not in
+# CI: it takes a quarter of an hour).
+SOAK_RATE     ?= 200
+SOAK_DURATION ?= 15m
+soak: build ## Soak the embedded store: governed calls for 15 minutes, its size printed as retention levels it off.
+	./warden bench soak --rate $(SOAK_RATE) --duration $(SOAK_DURATION)
+
 fuzz: ## Run every fuzz target for FUZZTIME each (default 10s).
 	@found=0; \
 	for file in $$(grep -rl --include='*_test.go' -E '^func Fuzz[A-Za-z0-9_]*\(' . ); do \
@@ -157,6 +165,10 @@ test-deps: tools ## Install what the tests need when missing: a C compiler for -
 	@if ! command -v bwrap >/dev/null 2>&1; then \
 		echo "installing bubblewrap (the OS tool sandbox runs commands under bwrap)"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends bubblewrap; \
+	fi
+	@if [ ! -f "$$HOME/.cache/warden/axe/node_modules/axe-core/axe.min.js" ]; then \
+		echo "installing axe-core (the approval browser test checks accessibility with it)"; \
+		npm install --no-audit --no-fund --prefix "$$HOME/.cache/warden/axe" axe-core@4.10.3 >/dev/null; \
 	fi
 
 check-postgres: ## Fail loudly unless PostgreSQL answers at TEST_DATABASE_URL.

@@ -24,6 +24,8 @@ type fakeReader struct {
 	store.MemberReader
 	store.GatewayReader
 	store.RouterReader
+	// RetentionReader likewise.
+	store.RetentionReader
 	store.MemoryReader
 	objs []*resource.Object
 }

@@ -58,7 +58,7 @@ and refuses one that already holds an installation.`,
 	f.StringVar(&o.Trace, "trace", "", "write a Go execution trace of the gateway's fixed-rate phase to this file (go tool trace)")
 	f.BoolVar(&o.FixedRateOnly, "fixed-rate-only", false, "run the two fixed-rate phases only (latency, not throughput)")
 	f.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the gateway's saturation phase to this file (go tool pprof)")
-	cmd.AddCommand(gw, newBenchMCPCmd(a), newBenchRouterCmd(a))
+	cmd.AddCommand(gw, newBenchMCPCmd(a), newBenchSoakCmd(a), newBenchRouterCmd(a))
 	return cmd
 }
 
@@ -96,6 +96,48 @@ the process; the direct phase's CPU is subtracted).`,
 	f.BoolVar(&o.FixedRateOnly, "fixed-rate-only", false, "run the two fixed-rate phases only (latency, not throughput)")
 	f.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the gateway's saturation phase to this file (go tool pprof)")
 	return cmd
+}
+
+func newBenchSoakCmd(a *app) *cobra.Command {
+	var o bench.SoakOptions
+	soak := &cobra.Command{
+		Use:   "soak",
+		Short: "Drive governed calls for a long time and print the store's size as retention holds it level",
+		Long: `Soak starts a private Warden on the store given by --store (default: a fresh
+SQLite file) whose tenant keeps tool calls, events and audit records for
+--retention (spec.retention of the Tenant resource), drives governed calls
+through the tool gateway at --rate calls per second for --duration, and prints
+every --every the calls made, the store's size, the part of it in use and the
+bytes in use per call so far; at the end, the size of each table.
+
+A finished ToolCall also waits for its idempotency window (10 minutes by
+default) and a minute, so the size levels off after about 11 minutes.
+Without retention it would grow by the bytes a call leaves, for ever.
+
+On Postgres the space of deleted rows is reused once they are vacuumed: leave
+it to autovacuum, or give --vacuum for a server that has it off.
+
+A given store must be fresh, a database of its own.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			tuned, err := tuneRuntime(a.env.LookupEnv, o.Store == "" || backend.Embedded(o.Store))
+			if err != nil {
+				return err
+			}
+			defer tuned.stop()
+			fmt.Fprintf(a.env.Stdout, "runtime: %s\n", tuned)
+			_, err = bench.RunSoak(cmd.Context(), o, a.env.Stdout)
+			return err
+		},
+	}
+	f := soak.Flags()
+	f.StringVar(&o.Store, "store", "", "store URL (default a temporary SQLite file)")
+	f.IntVar(&o.Rate, "rate", 200, "governed calls per second")
+	f.DurationVar(&o.Duration, "duration", 15*time.Minute, "how long the calls go on")
+	f.DurationVar(&o.Every, "every", 30*time.Second, "how often the store's size is printed")
+	f.DurationVar(&o.Retention, "retention", time.Minute, "the tenant's retention of tool calls, events and audit records")
+	f.DurationVar(&o.Vacuum, "vacuum", 0, "on Postgres, run VACUUM this often (for a server whose autovacuum is off)")
+	return soak
 }
 
 func newBenchRouterCmd(a *app) *cobra.Command {

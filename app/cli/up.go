@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gofiber/fiber/v2"
 	"github.com/spf13/cobra"
 
 	"github.com/riverqueue/river"
@@ -31,6 +32,8 @@ import (
 	"github.com/warden-dev/warden/app/store/backend"
 	"github.com/warden-dev/warden/app/store/postgres"
 	"github.com/warden-dev/warden/jobs"
+	"github.com/warden-dev/warden/notifications"
+	approvalsweb "github.com/warden-dev/warden/web/approvals"
 )
 
 // defaultControlPort is the control plane's port (docs/operations.md lists
@@ -375,6 +378,8 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 	// cluster (key rotation, retention, the approval sweep).
 	workers := river.NewWorkers()
 	approvals := jobs.NewApprovals(workers)
+	notifyJobs := jobs.NewNotifications(workers)
+	inviteJobs := jobs.NewInvitations(workers, notifyJobs)
 	agboms := jobs.NewAgBOMs(workers)
 	cluster := jobs.NewCluster(workers, jobs.ClusterConfig{})
 	queue, err := openQueue(ctx, st, storeURL, jobs.Config{Workers: workers, Logger: logger,
@@ -384,6 +389,19 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 	}
 	approvals.SetQueue(queue)
 	agboms.SetQueue(queue)
+	// Approvals are announced on the NotificationChannels that select
+	// them, by jobs enqueued with the Approval.
+	notifyJobs.SetQueue(queue)
+	notifier, err := notifications.New(notifications.Config{Store: st, Secrets: secret.NewBroker(keyring), Jobs: notifyJobs,
+		Invites: inviteJobs, PublicURL: publicURL, LinkKey: notifications.DeriveLinkKey(masterKey), Logger: logger, Now: a.env.Now})
+	if err != nil {
+		return fmt.Errorf("notifications: %w", err)
+	}
+	// Signed callbacks of the channels and the pages e-mail links open.
+	publicRoutes := func(r fiber.Router) {
+		notifier.Register(r)
+		approvalsweb.NewLinkHandler(notifier, a.env.Now).Register(r)
+	}
 	compileOpts := manifestURLs(scheme, listenHost, publicURL, gatewayURL)
 	if mcpURL != "" {
 		compileOpts.MCPGatewayURL = mcpURL
@@ -393,6 +411,9 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 	}
 	srv, err := server.New(server.Config{
 		Queue:          approvals,
+		Announcer:      notifier,
+		Inviter:        notifier,
+		PublicRoutes:   publicRoutes,
 		AgBOMQueue:     agbomQueue(agboms, gatewayPort),
 		Cluster:        cluster,
 		Sandbox:        osTools,
@@ -424,6 +445,9 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 	gw := srv.Gateway()
 	if gw != nil {
 		approvals.Bind(gw)
+		notifier.SetDecider(gw)
+		notifyJobs.Bind(notifier)
+		inviteJobs.Bind(notifier)
 	}
 	// The queue stops when up returns, not when ctx ends, so that
 	// jobs are not cut off halfway through a store write.

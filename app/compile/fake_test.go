@@ -24,6 +24,8 @@ type fakeReader struct {
 	// GatewayReader likewise.
 	store.GatewayReader
 	store.RouterReader
+	// RetentionReader likewise.
+	store.RetentionReader
 	// MemoryReader likewise.
 	store.MemoryReader
 	objs  []*resource.Object

@@ -598,6 +598,12 @@ type ApprovalSpec struct {
 	Reason string `json:"reason,omitempty"`
 	// ExpiresAt is an RFC 3339 UTC timestamp.
 	ExpiresAt string `json:"expiresAt,omitempty"`
+	// Input is the call's input as its record holds it (redacted).
+	Input map[string]any `json:"input,omitempty"`
+	// Policy is <policy>@<version> whose Rule asked for approval; empty
+	// when the side-effect class or the tool did.
+	Policy string `json:"policy,omitempty"`
+	Rule   string `json:"rule,omitempty"`
 }
 
 // ApprovalStatus is the status of an Approval.
@@ -610,6 +616,9 @@ type ApprovalStatus struct {
 	DecidedAt string `json:"decidedAt,omitempty"`
 	// Rationale is the approver's reason.
 	Rationale string `json:"rationale,omitempty"`
+	// Channel is how the decision arrived: api, console, email, webhook
+	// or slack.
+	Channel string `json:"channel,omitempty"`
 }
 
 // ConversationSpec is the spec of a Conversation.
@@ -838,6 +847,25 @@ type TenantSpec struct {
 	Owner string `json:"owner,omitempty"`
 	// SSO is the tenant's own single sign-on connection, if any.
 	SSO *TenantSSO `json:"sso,omitempty"`
+	// Retention says how long the tenant's runtime data is kept; nil
+	// keeps the defaults (docs/operations.md).
+	Retention *TenantRetention `json:"retention,omitempty"`
+}
+
+// TenantRetention is spec.retention of a Tenant: how long the retention
+// job keeps each kind of runtime data, as Go durations; empty means the
+// default.
+type TenantRetention struct {
+	// ToolCalls is how long a ToolCall is kept after it finished, and an
+	// Approval after it was decided or expired; default 720h (30 days).
+	// A call that has not finished, and an Approval still pending, are
+	// never deleted.
+	ToolCalls string `json:"toolCalls,omitempty"`
+	// Events is how long internal events are kept; default 168h (7 days).
+	Events string `json:"events,omitempty"`
+	// Audit is how long audit records are kept; default 8760h (365 days).
+	// The chain still verifies from a sealed checkpoint at the cut.
+	Audit string `json:"audit,omitempty"`
 }
 
 // TenantSSO is a tenant's own OIDC connection: the issuer, Warden's client

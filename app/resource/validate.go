@@ -254,6 +254,12 @@ func validateRules(o *Object, add addFunc) {
 		checkName(s, "promotesTo", "spec.promotesTo", add)
 	case KindConversation:
 		checkDuration(s, "retention", "spec.retention", add)
+	case KindTenant:
+		if r, ok := s["retention"].(map[string]any); ok {
+			for _, k := range []string{"toolCalls", "events", "audit"} {
+				checkDuration(r, k, "spec.retention."+k, add)
+			}
+		}
 	case KindMemory:
 		checkDuration(s, "ttl", "spec.ttl", add)
 		checkURL(s, "endpoint", "spec.endpoint", add)
@@ -276,6 +282,8 @@ func validateRules(o *Object, add addFunc) {
 				add("spec.content", ErrCodeRequired, "an inline knowledge source needs spec.content")
 			}
 		}
+	case KindNotificationChannel:
+		validateNotificationChannel(s, add)
 	case KindSecret:
 		for _, field := range []string{"data", "sealed"} {
 			d, ok := s[field].(map[string]any)

@@ -36,6 +36,7 @@ import (
 	"github.com/warden-dev/warden/app/watch"
 	"github.com/warden-dev/warden/app/workload"
 	"github.com/warden-dev/warden/jobs"
+	"github.com/warden-dev/warden/tenants"
 	"github.com/warden-dev/warden/web"
 )
 
@@ -109,6 +110,15 @@ type Config struct {
 	// per cluster, as River periodic jobs that New binds to this server;
 	// nil runs rotation and retention on this server's own timers.
 	Cluster *jobs.Cluster
+	// Announcer enqueues a new Approval's notifications in the transaction
+	// that creates it (notifications.Service); nil sends none.
+	Announcer gateway.Announcer
+	// Inviter (optional) e-mails member invitations (notifications.Service).
+	Inviter tenants.Inviter
+	// PublicRoutes, when set, mounts routes that authenticate on their own
+	// (signed notification callbacks, e-mail link pages) ahead of /v1's
+	// authentication.
+	PublicRoutes func(r fiber.Router)
 	// Tracer receives one trace per tool call; nil means none.
 	Tracer trace.TracerProvider
 	// RouterAddr is the model router listener (port 8083); "" serves no
@@ -337,7 +347,7 @@ func New(cfg Config) (*Server, error) {
 		}
 		gwCfg := gateway.Config{
 			Store: cfg.Store, Policies: policies, Authn: auth.NewAuthenticator(cfg.Store, cfg.Now, gwVerifiers...), Authz: az,
-			Secrets: secret.NewBroker(cfg.Keyring), OS: cfg.Sandbox, Guardians: cfg.Guardians, Queue: cfg.Queue, Bus: bus,
+			Secrets: secret.NewBroker(cfg.Keyring), OS: cfg.Sandbox, Guardians: cfg.Guardians, Queue: cfg.Queue, Announcer: cfg.Announcer, Bus: bus,
 			Tracer: cfg.Tracer, URL: cfg.Compile.ToolGatewayURL, Logger: cfg.Logger, Now: cfg.Now,
 			Timeouts: cfg.Timeouts,
 		}

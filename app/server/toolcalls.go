@@ -104,6 +104,8 @@ func (s *Server) handleDecide(override bool) fiber.Handler {
 		if err != nil {
 			return err
 		}
+		// The gateway recorded the decision, its channel and rationale.
+		info.recorded = true
 		return c.JSON(present(ap))
 	}
 }

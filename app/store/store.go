@@ -101,6 +101,8 @@ type Reader interface {
 	GatewayReader
 	// RouterReader reads the model router's routing decisions.
 	RouterReader
+	// RetentionReader reads the oldest records and the audit checkpoint.
+	RetentionReader
 	// MemoryReader reads the memory service's items.
 	MemoryReader
 }
@@ -139,6 +141,8 @@ type Tx interface {
 	GatewayTx
 	// RouterTx records the model router's routing decisions.
 	RouterTx
+	// RetentionTx deletes what the tenant's retention policy lets go.
+	RetentionTx
 	// MemoryTx writes the memory service's items.
 	MemoryTx
 }

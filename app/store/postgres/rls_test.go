@@ -269,8 +269,29 @@ func testRowLevelSecurity(t *testing.T, url string, s store.Store) {
 			if tb.name == "audit_log" {
 				_, err := affected(a, `UPDATE audit_log SET `+tb.update+` WHERE tenant_id = $1`, a)
 				requireRefused(err, "UPDATE of the own audit log")
-				_, err = affected(a, `DELETE FROM audit_log WHERE tenant_id = $1`, a)
-				requireRefused(err, "DELETE of the own audit log")
+				// Retention deletes only the records the tenant's
+				// checkpoint stands for (migration 0008); with none, none.
+				n, err := affected(a, `DELETE FROM audit_log WHERE tenant_id = $1`, a)
+				require.NoError(t, err)
+				require.Zero(t, n, "DELETE of the own audit log without a checkpoint")
+				require.NoError(t, asTenant(a, func(tx pgx.Tx) error {
+					_, err := tx.Exec(ctx, `INSERT INTO audit_checkpoints (tenant_id, seq, hash, time, cut_at, seal)
+						VALUES ($1, 1, 'h', now(), now(), 's')`, a)
+					require.NoError(t, err)
+					tag, err := tx.Exec(ctx, `INSERT INTO audit_log (tenant_id, seq, time, actor, verb, outcome, prev_hash, hash)
+						VALUES ($1, 2, now(), 'u', 'v', 'o', '', '')`, a)
+					require.NoError(t, err)
+					require.EqualValues(t, 1, tag.RowsAffected())
+					tag, err = tx.Exec(ctx, `DELETE FROM audit_log`)
+					require.NoError(t, err)
+					require.EqualValues(t, 1, tag.RowsAffected(), "only record 1, behind the checkpoint, goes")
+					require.Zero(t, countIn(t, tx, `SELECT count(*) FROM audit_checkpoints WHERE tenant_id = $1`, b))
+					_, err = tx.Exec(ctx, `UPDATE audit_checkpoints SET seq = 0`)
+					require.Error(t, err, "a checkpoint only moves forward")
+					return nil
+				}))
+				_, err = affected(a, `INSERT INTO audit_checkpoints (tenant_id, seq, hash, time, cut_at, seal) VALUES ($1, 1, 'h', now(), now(), 's')`, b)
+				requireRefused(err, "INSERT of tenant B's checkpoint")
 				return
 			}
 			n, err := affected(a, `UPDATE `+tb.name+` SET `+tb.update+` WHERE tenant_id = $1`, b)
@@ -325,4 +346,11 @@ func testRowLevelSecurity(t *testing.T, url string, s store.Store) {
 		require.Equal(t, "call-"+b, holder, "B's claim is still held")
 		return err
 	}))
+}
+
+func countIn(t *testing.T, tx pgx.Tx, q string, args ...any) int {
+	t.Helper()
+	var n int
+	require.NoError(t, tx.QueryRow(context.Background(), q, args...).Scan(&n))
+	return n
 }

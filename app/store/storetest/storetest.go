@@ -80,10 +80,15 @@ func Run(t *testing.T, open OpenFunc) {
 		{"WriteCallsConcurrent", testWriteCallsConcurrent},
 		{"WriteCallsIsolation", testWriteCallsIsolation},
 		{"Sync", testSync},
+		{"RecordsPurge", testRecordsPurge},
+		{"EventSweep", testEventSweep},
+		{"SessionSweep", testSessionSweep},
+		{"AuditCut", testAuditCut},
 		{"MemoryItems", testMemoryItems},
 		{"MemoryDelete", testMemoryDelete},
 		{"MemoryTrim", testMemoryTrim},
 		{"MemoryCompact", testMemoryCompact},
+		{"Deliveries", testDeliveries},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
