@@ -23,6 +23,7 @@ import (
 type fakeReader struct {
 	store.MemberReader
 	store.GatewayReader
+	store.RouterReader
 	// RetentionReader likewise.
 	store.RetentionReader
 	store.MemoryReader

@@ -36,6 +36,8 @@ const (
 	ObjToolCallsReplay = "toolcalls/replay"
 	// ObjToolCalls with VerbCreate is calling the tool gateway.
 	ObjToolCalls = "toolcalls"
+	// ObjModelCalls with VerbCreate is calling the model router.
+	ObjModelCalls = "modelcalls"
 	// ObjAPIKeys is API key management.
 	ObjAPIKeys = "apikeys"
 	// ObjMembers is the tenant's people.
@@ -149,6 +151,7 @@ func rules(role string) []Permission {
 		add([]string{groupUserKinds}, writeVerbs...)
 		add([]string{ObjTraces}, VerbCreate)
 		add([]string{ObjExecutions, ObjExecutionsCancel, ObjPromote, ObjEvalRun}, VerbCreate)
+		add([]string{ObjModelCalls}, VerbCreate)
 		add([]string{ObjMemoryItems}, VerbCreate, auth.VerbDelete)
 		add([]string{ObjMemorySummarize}, VerbCreate)
 	}
@@ -171,6 +174,7 @@ func rules(role string) []Permission {
 		add([]string{"agents", "tools", "models"}, auth.VerbGet, auth.VerbList)
 		add([]string{ObjToolCalls}, VerbCreate)
 		add([]string{ObjTraces}, VerbCreate)
+		add([]string{ObjModelCalls}, VerbCreate)
 		add([]string{ObjMemoryItems}, auth.VerbGet, VerbCreate, auth.VerbDelete)
 		add([]string{ObjMemorySummarize}, VerbCreate)
 	case auth.RoleViewer:

@@ -58,7 +58,7 @@ and refuses one that already holds an installation.`,
 	f.StringVar(&o.Trace, "trace", "", "write a Go execution trace of the gateway's fixed-rate phase to this file (go tool trace)")
 	f.BoolVar(&o.FixedRateOnly, "fixed-rate-only", false, "run the two fixed-rate phases only (latency, not throughput)")
 	f.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the gateway's saturation phase to this file (go tool pprof)")
-	cmd.AddCommand(gw, newBenchMCPCmd(a), newBenchSoakCmd(a), newBenchOTLPCmd(a))
+	cmd.AddCommand(gw, newBenchMCPCmd(a), newBenchSoakCmd(a), newBenchOTLPCmd(a), newBenchRouterCmd(a))
 	return cmd
 }
 
@@ -172,5 +172,44 @@ over everything ingested. The runtime is tuned as for up.`,
 	f.IntVar(&o.TraceSpans, "trace-spans", 1000, "spans of the trace GET /v1/traces/{id} reads")
 	f.IntVar(&o.Reads, "reads", 200, "times each query is timed")
 	f.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
+	return cmd
+}
+
+func newBenchRouterCmd(a *app) *cobra.Command {
+	var o bench.RouterOptions
+	cmd := &cobra.Command{
+		Use:   "router",
+		Short: "Send chat completions to a local provider directly and through the model router; print the added latency and calls/s",
+		Long: `Router starts a private Warden with the model router on the store given by
+--store (default: a fresh SQLite file), a local OpenAI-compatible provider, and
+an agent routed to it (every call authenticated with a workload token, routed,
+decided by policy, priced and recorded). It then sends the same non-streamed
+chat completion directly and through the router in the same run: at --low-rate
+calls per second (added p50), at --high-rate (added p99), at saturation with
+--concurrency closed-loop callers (calls/s), and a streamed answer at
+--stream-rate (added time to the first chunk). --cpus sets GOMAXPROCS for the
+run: load generator, provider and router share those processors. Like up, it
+tunes the garbage collector unless GOGC or WARDEN_GC_HEAP_FLOOR say otherwise.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			tuned, err := tuneRuntime(a.env.LookupEnv, o.Store == "" || backend.Embedded(o.Store))
+			if err != nil {
+				return err
+			}
+			defer tuned.stop()
+			fmt.Fprintf(a.env.Stdout, "runtime: %s\n", tuned)
+			_, err = bench.RunRouter(cmd.Context(), o, a.env.Stdout)
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Store, "store", "", "store URL (default a temporary SQLite file)")
+	f.DurationVar(&o.Duration, "duration", 10*time.Second, "length of each phase")
+	f.IntVar(&o.LowRate, "low-rate", 500, "calls per second of the phases that give the added p50")
+	f.IntVar(&o.HighRate, "high-rate", 2000, "calls per second of the phases that give the added p99")
+	f.IntVar(&o.StreamRate, "stream-rate", 200, "streams per second of the first-chunk phases")
+	f.IntVar(&o.Concurrency, "concurrency", 32, "closed-loop callers of the saturation phases")
+	f.IntVar(&o.CPUs, "cpus", 1, "GOMAXPROCS during the run (load generator, provider and router share it)")
+	f.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the router's saturation phase to this file (go tool pprof)")
 	return cmd
 }

@@ -78,6 +78,8 @@ current context of $WARDEN_HOME/config.yaml (written by 'warden up').`,
 		newEvalCmd(a),
 		newMemoryCmd(a),
 		newDemoCmd(a),
+		newModelsCmd(a),
+		newRouteCmd(a),
 		newVersionCmd(a),
 		newMCPCmd(a),
 	)

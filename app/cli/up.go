@@ -47,11 +47,15 @@ const defaultGatewayPort = 8081
 // defaultMCPPort is the MCP gateway's port.
 const defaultMCPPort = 8082
 
+// defaultRouterPort is the model router's port.
+const defaultRouterPort = 8083
+
 func newUpCmd(a *app) *cobra.Command {
 	var dataDir, storeURL, listenHost string
 	var port, gatewayPort, changeHistory int
 	var mcpPort int
 	var mem memoryOptions
+	routerPort := defaultRouterPort
 	var tlsOpts tlsOptions
 	var people peopleOptions
 	var traceOpts traceOptions
@@ -79,6 +83,9 @@ tokens. Register <public URL>/auth/callback as the redirect URL there.`,
 			}
 			if mem.port < 0 || mem.port > 65535 || mem.port == port || (mem.port != 0 && (mem.port == gatewayPort || mem.port == mcpPort)) {
 				return usagef("--memory-port %d is not a TCP port (1-65535, 0 for no memory service) other than --port, --gateway-port and --mcp-port", mem.port)
+			}
+			if routerPort < 0 || routerPort > 65535 || routerPort == port || routerPort != 0 && (routerPort == gatewayPort || routerPort == mcpPort || routerPort == mem.port) {
+				return usagef("--router-port %d is not a TCP port (1-65535, 0 for no router) other than --port, --gateway-port, --mcp-port and --memory-port", routerPort)
 			}
 			if (tlsOpts.cert == "") != (tlsOpts.key == "") {
 				return usagef("--tls-cert and --tls-key go together")
@@ -115,7 +122,7 @@ tokens. Register <public URL>/auth/callback as the redirect URL there.`,
 			if err := traceOpts.check(port, gatewayPort, mcpPort, mem.port); err != nil {
 				return err
 			}
-			return a.up(cmd.Context(), dataDir, storeURL, listenHost, port, gatewayPort, changeHistory, tlsOpts, people, traceOpts)
+			return a.up(cmd.Context(), dataDir, storeURL, listenHost, port, gatewayPort, routerPort, changeHistory, tlsOpts, people, traceOpts)
 		},
 	}
 	f := cmd.Flags()
@@ -126,6 +133,7 @@ tokens. Register <public URL>/auth/callback as the redirect URL there.`,
 	f.IntVar(&gatewayPort, "gateway-port", defaultGatewayPort, "port of the tool gateway (0: no gateway)")
 	f.IntVar(&mcpPort, "mcp-port", defaultMCPPort, "port of the MCP gateway (0: no MCP gateway)")
 	f.IntVar(&mem.port, "memory-port", defaultMemoryPort, "port of the memory service (0: no memory service)")
+	f.IntVar(&routerPort, "router-port", defaultRouterPort, "port of the model router (0: no router)")
 	f.IntVar(&changeHistory, "change-history", server.DefaultChangeHistory, "change-log entries each tenant keeps for watchers that resume (-1: all)")
 	f.StringVar(&tlsOpts.cert, "tls-cert", "", "PEM certificate (chain) to serve every listener over TLS")
 	f.StringVar(&tlsOpts.key, "tls-key", "", "PEM private key of --tls-cert")
@@ -225,8 +233,8 @@ type tlsOptions struct {
 	allowPlaintext bool
 }
 
-func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port, gatewayPort, changeHistory int, tlsOpts tlsOptions, people peopleOptions, traceOpts traceOptions) error {
-	listeners, err := bindListeners(listenHost, port, gatewayPort)
+func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port, gatewayPort, routerPort, changeHistory int, tlsOpts tlsOptions, people peopleOptions, traceOpts traceOptions) error {
+	listeners, err := bindListeners(listenHost, port, gatewayPort, routerPort)
 	if err != nil {
 		return err
 	}
@@ -350,6 +358,11 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		gatewayAddr = net.JoinHostPort(listenHost, strconv.Itoa(gatewayPort))
 		gatewayURL = scheme + "://" + net.JoinHostPort(clientHost(listenHost), strconv.Itoa(gatewayPort))
 	}
+	routerAddr, routerURL := "", ""
+	if routerPort != 0 {
+		routerAddr = net.JoinHostPort(listenHost, strconv.Itoa(routerPort))
+		routerURL = scheme + "://" + net.JoinHostPort(clientHost(listenHost), strconv.Itoa(routerPort))
+	}
 	mcpAddr, mcpURL := "", ""
 	if a.mcpPort != 0 {
 		mcpAddr = net.JoinHostPort(listenHost, strconv.Itoa(a.mcpPort))
@@ -417,6 +430,7 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		Logger:         logger,
 		ControlAddr:    net.JoinHostPort(listenHost, controlPort),
 		GatewayAddr:    gatewayAddr,
+		RouterAddr:     routerAddr,
 		Compile:        compileOpts,
 		MCPAddr:        mcpAddr,
 		TLSCertFile:    tlsOpts.cert,
@@ -469,6 +483,9 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 	}
 	if mcpURL != "" {
 		fmt.Fprintf(w, "  MCP gateway              %s (per-agent endpoint %s/mcp)\n", mcpURL, mcpURL)
+	}
+	if routerURL != "" {
+		fmt.Fprintf(w, "  model router             %s\n", routerURL)
 	}
 	fmt.Fprintf(w, "  store                    %s\n", redactURL(storeURL))
 	fmt.Fprintf(w, "  config                   %s\n", clientconfig.Path(home))

@@ -74,10 +74,11 @@ func TestUpOnABusyPortChangesNothing(t *testing.T) {
 		args []string
 		hint string
 	}{
-		{"control plane port", []string{"--port", busyPort, "--gateway-port", "0", "--memory-port", "0"}, "choose another port with --port"},
-		{"gateway port", []string{"--port", freePort(t), "--gateway-port", busyPort, "--memory-port", "0"}, "choose another port with --gateway-port"},
-		{"memory port", []string{"--port", freePort(t), "--gateway-port", "0", "--memory-port", busyPort}, "choose another port with --memory-port"},
-		{"missing TLS files", []string{"--port", freePort(t), "--gateway-port", "0", "--memory-port", "0", "--tls-cert", "/nonexistent/tls.crt", "--tls-key", "/nonexistent/tls.key"},
+		{"control plane port", []string{"--port", busyPort, "--gateway-port", "0", "--memory-port", "0", "--router-port", "0"}, "choose another port with --port"},
+		{"gateway port", []string{"--port", freePort(t), "--gateway-port", busyPort, "--memory-port", "0", "--router-port", "0"}, "choose another port with --gateway-port"},
+		{"memory port", []string{"--port", freePort(t), "--gateway-port", "0", "--memory-port", busyPort, "--router-port", "0"}, "choose another port with --memory-port"},
+		{"router port", []string{"--port", freePort(t), "--gateway-port", "0", "--memory-port", "0", "--router-port", busyPort}, "choose another port with --router-port"},
+		{"missing TLS files", []string{"--port", freePort(t), "--gateway-port", "0", "--memory-port", "0", "--router-port", "0", "--tls-cert", "/nonexistent/tls.crt", "--tls-key", "/nonexistent/tls.key"},
 			"load TLS certificate /nonexistent/tls.crt"},
 	}
 	for _, tc := range cases {
@@ -110,7 +111,7 @@ func TestUpSaysEachThingOnceBeforeServing(t *testing.T) {
 	done := make(chan int, 1)
 	go func() {
 		done <- RunWith(ctx, upEnv(home, &out, &out), []string{"warden", "up", "--port", port, "--gateway-port", freePort(t), "--mcp-port", freePort(t), "--memory-port", memPort,
-			"--trace-port", tracePort, "--otlp-http-port", freePort(t), "--otlp-grpc-port", freePort(t)})
+			"--trace-port", tracePort, "--otlp-http-port", freePort(t), "--otlp-grpc-port", freePort(t), "--router-port", freePort(t)})
 	}()
 	require.Eventually(t, func() bool { return strings.Contains(out.String(), "Press Ctrl-C to stop.") }, 60*time.Second, 10*time.Millisecond,
 		"up never said it was serving:\n%s", out.String())

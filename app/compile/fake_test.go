@@ -23,6 +23,7 @@ type fakeReader struct {
 	store.MemberReader
 	// GatewayReader likewise.
 	store.GatewayReader
+	store.RouterReader
 	// RetentionReader likewise.
 	store.RetentionReader
 	// MemoryReader likewise.

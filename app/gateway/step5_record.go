@@ -399,7 +399,9 @@ func (c *call) charges() ([]policy.Limit, []store.UsageCharge) {
 		default:
 			continue
 		}
-		if l.Match != "*" && l.Match != subject {
+		if l.Match != "*" && l.Match != subject || l.MaxCalls == 0 && l.MaxCost == 0 {
+			// Not this call's, or a token budget, which only the model
+			// router counts.
 			continue
 		}
 		name, _ := splitRef(l.Policy)

@@ -461,7 +461,7 @@ type PolicyIdempotency struct {
 
 // PolicyLimit is one rate limit or budget.
 type PolicyLimit struct {
-	// Scope is tool, agent or namespace.
+	// Scope is tool, agent, namespace or model (model router only).
 	Scope string `json:"scope"`
 	// Match is a name of the scope, or "*".
 	Match string `json:"match"`
@@ -471,6 +471,9 @@ type PolicyLimit struct {
 	MaxCalls int64 `json:"maxCalls,omitempty"`
 	// MaxCost bounds the cost in USD in the window.
 	MaxCost float64 `json:"maxCost,omitempty"`
+	// MaxTokens bounds the model tokens (prompt and completion) in the
+	// window; only the model router counts tokens.
+	MaxTokens int64 `json:"maxTokens,omitempty"`
 	// Mode is hard (deny) or soft (warn); default hard.
 	Mode string `json:"mode,omitempty"`
 }

@@ -487,8 +487,9 @@ func validatePolicy(s map[string]any, add addFunc) {
 			checkDuration(lm, "window", p+".window", add)
 			_, calls := lm["maxCalls"]
 			_, cost := lm["maxCost"]
-			if !calls && !cost {
-				add(p+".maxCalls", ErrCodeRequired, "a limit needs maxCalls, maxCost or both")
+			_, tokens := lm["maxTokens"]
+			if !calls && !cost && !tokens {
+				add(p+".maxCalls", ErrCodeRequired, "a limit needs maxCalls, maxCost or maxTokens")
 			}
 		}
 	}

@@ -89,8 +89,10 @@ const sweepMargin = time.Minute
 // claims and usage counters that no call can use any more: claims made
 // longer ago than the longest idempotency window of the tenant's policies
 // (plus sweepMargin), released or not, and counters of windows that started
-// longer ago than the longest limit window (plus sweepMargin). Claims go
-// oldest first, store.CompactChunk a transaction (forEachTenant).
+// longer ago than the longest limit window (plus sweepMargin; the model
+// router's counters are among them). Claims go oldest first,
+// store.CompactChunk a transaction (forEachTenant). It also deletes the
+// model router's routing decisions older than RouteDecisionRetention.
 func SweepGateway(ctx context.Context, st store.Store, now time.Time) error {
 	return forEachTenant(ctx, st, func(tenant string) error { return sweepTenant(ctx, st, tenant, now) })
 }
@@ -112,11 +114,22 @@ func sweepTenant(ctx context.Context, st store.Store, tenant string, now time.Ti
 	}); err != nil {
 		return err
 	}
-	return st.Update(ctx, tenant, func(ctx context.Context, tx store.Tx) error {
+	if err := st.Update(ctx, tenant, func(ctx context.Context, tx store.Tx) error {
 		_, err := tx.UsageSweep(ctx, countersBefore)
 		return err
+	}); err != nil {
+		return err
+	}
+	decisionsBefore := now.Add(-RouteDecisionRetention)
+	return store.UpdateUntilDone(ctx, st.Update, tenant, func(ctx context.Context, tx store.Tx) (bool, error) {
+		deleted, err := tx.RouteDecisionSweep(ctx, decisionsBefore, store.CompactChunk)
+		return deleted < store.CompactChunk, err
 	})
 }
+
+// RouteDecisionRetention is how long the model router's routing decisions
+// are kept for GET /v1/route/{name}/explain (docs/router.md).
+const RouteDecisionRetention = 30 * 24 * time.Hour
 
 // CompactChanges drops, for every tenant, the change-log entries more than
 // keep entries behind its newest (forEachTenant).

@@ -31,6 +31,7 @@ import (
 	"github.com/warden-dev/warden/app/oidc"
 	"github.com/warden-dev/warden/app/policy"
 	"github.com/warden-dev/warden/app/resource"
+	"github.com/warden-dev/warden/app/router"
 	"github.com/warden-dev/warden/app/secret"
 	"github.com/warden-dev/warden/app/store"
 	"github.com/warden-dev/warden/app/watch"
@@ -124,6 +125,9 @@ type Config struct {
 	PublicRoutes func(r fiber.Router)
 	// Tracer receives one trace per tool call; nil means none.
 	Tracer trace.TracerProvider
+	// RouterAddr is the model router listener (port 8083); "" serves no
+	// router.
+	RouterAddr string
 	// Timeouts bound how long a client may take to send a request on
 	// every listener (zero fields: listener's defaults).
 	Timeouts listener.Timeouts
@@ -188,6 +192,11 @@ func (c Config) Validate() error {
 	}
 	if err := CheckTransport(c.ControlAddr, c.TLSCertFile != "", c.AllowPlaintext); err != nil {
 		return err
+	}
+	if c.RouterAddr != "" {
+		if err := CheckTransport(c.RouterAddr, c.TLSCertFile != "", c.AllowPlaintext); err != nil {
+			return err
+		}
 	}
 	if c.MCPAddr != "" {
 		if err := CheckTransport(c.MCPAddr, c.TLSCertFile != "", c.AllowPlaintext); err != nil {
@@ -257,6 +266,8 @@ type Server struct {
 	console *web.Console
 	// gateway is the tool gateway; nil with GatewayAddr "off".
 	gateway *gateway.Gateway
+	// router is the model router; nil without RouterAddr.
+	router *router.Router
 	// mcp is the MCP gateway and mcpLn its listener; nil without MCPAddr.
 	mcp   *mcp.Service
 	mcpLn net.Listener
@@ -361,6 +372,12 @@ func New(cfg Config) (*Server, error) {
 		s.gateway = gw
 		if s.mcp != nil {
 			s.mcp.Bind(gw)
+		}
+	}
+	if cfg.RouterAddr != "" {
+		if s.router, err = newRouter(cfg, issuer, people, policies, az, bus); err != nil {
+			cancel()
+			return nil, err
 		}
 	}
 	if err := s.buildConsole(); err != nil {
@@ -493,6 +510,12 @@ func (s *Server) ListenAndServe(ctx context.Context) error {
 	ls, err := Listen(s.cfg.ControlAddr, gatewayAddr)
 	if err != nil {
 		return err
+	}
+	if s.router != nil {
+		if err := ls.ListenRouter(s.cfg.RouterAddr); err != nil {
+			ls.Close()
+			return err
+		}
 	}
 	if s.mcp != nil && s.gateway != nil {
 		if err := ls.BindMCP(s.cfg.MCPAddr); err != nil {

@@ -102,6 +102,8 @@ type Reader interface {
 	MemberReader
 	// GatewayReader reads the tool gateway's usage counters.
 	GatewayReader
+	// RouterReader reads the model router's routing decisions.
+	RouterReader
 	// RetentionReader reads the oldest records and the audit checkpoint.
 	RetentionReader
 	// MemoryReader reads the memory service's items.
@@ -140,6 +142,8 @@ type Tx interface {
 	MemberTx
 	// GatewayTx holds idempotency claims and usage counters.
 	GatewayTx
+	// RouterTx records the model router's routing decisions.
+	RouterTx
 	// RetentionTx deletes what the tenant's retention policy lets go.
 	RetentionTx
 	// MemoryTx writes the memory service's items.

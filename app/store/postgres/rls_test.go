@@ -58,6 +58,9 @@ func seedTenant(t *testing.T, s store.Store, tenant string) {
 		if _, _, err := tx.UsageCharge(ctx, []store.UsageCharge{{UsageKey: store.UsageKey{Key: "rate", WindowStart: time.Unix(0, 0)}, Calls: 1}}); err != nil {
 			return err
 		}
+		if err := tx.RouteDecisionInsert(ctx, []store.RouteDecision{{ID: "d-" + tenant, Namespace: "default", Route: "r", Time: time.Unix(0, 0), Data: []byte(`{}`)}}); err != nil {
+			return err
+		}
 		if _, err := tx.MemoryItemInsert(ctx, store.MemoryItem{ID: "item-" + tenant, Namespace: "default", Memory: "notes", Text: "owned by " + tenant}); err != nil {
 			return err
 		}
@@ -258,6 +261,7 @@ func testRowLevelSecurity(t *testing.T, url string, s store.Store) {
 			h0, h1, h2, h3, h4, h5, h6, h7, h8, h9, h10, h11, h12, h13, h14, h15, h16, h17, h18)
 			VALUES ($1, 60, 0, 'default', '', 'evil', '', 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)`, `calls = calls`},
 		{"ocsf_events", `INSERT INTO ocsf_events (tenant_id, namespace, time_ms, class_uid, activity_id, severity_id, status_id, actor, operation, data) VALUES ($1, 'default', 1, 6003, 1, 1, 1, 'evil', 'x', '')`, `actor = actor`},
+		{"route_decisions", `INSERT INTO route_decisions (tenant_id, id, namespace, execution, route, agent, time, data) VALUES ($1, 'evil', 'default', '', 'r', '', now(), '{}')`, `route = route`},
 		{"memory_items", `INSERT INTO memory_items (tenant_id, namespace, memory, id, text, created_at) VALUES ($1, 'default', 'notes', 'evil', 'evil', now())`, `text = text`},
 	}
 	for _, tb := range tables {

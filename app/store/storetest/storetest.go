@@ -69,6 +69,8 @@ func Run(t *testing.T, open OpenFunc) {
 		{"GatewaySweep", testGatewaySweep},
 		{"IdempotencyConcurrent", testIdempotencyConcurrent},
 		{"UsageCharge", testUsageCharge},
+		{"RouteDecisions", testRouteDecisions},
+		{"RouteDecisionSweep", testRouteDecisionSweep},
 		{"UsageConcurrent", testUsageConcurrent},
 		{"GatewayIsolation", testGatewayIsolation},
 		{"ListenConfig", testListenConfig},
