@@ -99,6 +99,8 @@ type Reader interface {
 	MemberReader
 	// GatewayReader reads the tool gateway's usage counters.
 	GatewayReader
+	// RAGReader reads the RAG service's documents and chunks.
+	RAGReader
 }
 
 // Tx is a read-write transaction bound to one tenant.
@@ -133,6 +135,8 @@ type Tx interface {
 	MemberTx
 	// GatewayTx holds idempotency claims and usage counters.
 	GatewayTx
+	// RAGTx writes the RAG service's documents and chunks.
+	RAGTx
 }
 
 // ListParams selects one page of a list.

@@ -78,6 +78,8 @@ func Run(t *testing.T, open OpenFunc) {
 		{"WriteCallsConcurrent", testWriteCallsConcurrent},
 		{"WriteCallsIsolation", testWriteCallsIsolation},
 		{"Sync", testSync},
+		{"RAG", testRAG},
+		{"RAGIsolation", testRAGIsolation},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

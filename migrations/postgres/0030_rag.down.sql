@@ -1,0 +1,3 @@
+DROP TABLE IF EXISTS rag_terms;
+DROP TABLE IF EXISTS rag_chunks;
+DROP TABLE IF EXISTS rag_documents;
