@@ -44,6 +44,12 @@ const (
 	ObjAudit = "audit"
 	// ObjResources is the change feed, GET /v1/resources?watch=true.
 	ObjResources = "resources"
+	// ObjRAGRetrieve with VerbCreate is a retrieval from a RAG index
+	// (POST /v1/rag/{name}/retrieve): agents, and people who may read.
+	ObjRAGRetrieve = "rag/retrieve"
+	// ObjRAGIndex with VerbCreate triggers an index refresh (POST
+	// /v1/rag/{name}/index): editors and above.
+	ObjRAGIndex = "rag/index"
 )
 
 // Permission is one (object, verb) pair a role allows.
@@ -119,6 +125,7 @@ func rules(role string) []Permission {
 		// Secrets read as metadata only (values never leave the server).
 		add([]string{groupNamespaced}, readVerbs...)
 		add([]string{ObjResources}, auth.VerbWatch)
+		add([]string{ObjRAGRetrieve}, VerbCreate)
 		// Tenant-scope kinds live in domain "*": only a tenant-wide grant
 		// reaches them.
 		add([]string{groupTenant}, readVerbs...)
@@ -126,6 +133,7 @@ func rules(role string) []Permission {
 	editor := func() {
 		viewer()
 		add([]string{groupUserKinds}, writeVerbs...)
+		add([]string{ObjRAGIndex}, VerbCreate)
 	}
 	approver := func() {
 		viewer()
@@ -144,6 +152,7 @@ func rules(role string) []Permission {
 	case RoleAgent:
 		add([]string{"agents", "tools", "models"}, auth.VerbGet, auth.VerbList)
 		add([]string{ObjToolCalls}, VerbCreate)
+		add([]string{ObjRAGRetrieve}, VerbCreate)
 	case auth.RoleViewer:
 		viewer()
 	case auth.RoleEditor:

@@ -82,7 +82,8 @@ type ExchangeDeps struct {
 	// client with a 10 s timeout.
 	HTTPClient *http.Client
 	// Audiences are the audiences a token may be issued for; nil means
-	// AudienceToolGateway, AudienceControlPlane and AudienceModelRouter.
+	// AudienceToolGateway, AudienceControlPlane, AudienceModelRouter and
+	// AudienceRAG.
 	Audiences []string
 	Now       func() time.Time
 	Logger    *slog.Logger
@@ -104,6 +105,7 @@ func NewTokenExchange(d ExchangeDeps) (*TokenExchange, error) {
 	}
 	if d.Audiences == nil {
 		d.Audiences = []string{AudienceToolGateway, AudienceControlPlane, AudienceModelRouter}
+		d.Audiences = append(d.Audiences, AudienceRAG)
 	}
 	if d.Now == nil {
 		d.Now = time.Now

@@ -27,6 +27,8 @@ const (
 	AudienceToolGateway  = "warden:tool-gateway"
 	AudienceControlPlane = "warden:control-plane"
 	AudienceModelRouter  = "warden:model-router"
+	// AudienceRAG is the RAG service's (app/rag).
+	AudienceRAG = "warden:rag"
 )
 
 // RoleAgent is the role of a workload principal. It is not a namespace RBAC
