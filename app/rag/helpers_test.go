@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"io"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -194,5 +193,3 @@ func (b *bundle) do(method, path, token string, body any) resp {
 	_ = json.Unmarshal(raw, &r.body)
 	return r
 }
-
-var _ = http.MethodGet
