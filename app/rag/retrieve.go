@@ -91,37 +91,64 @@ type Caller struct {
 	Agent   string
 }
 
-type candidate struct {
-	c     *store.RAGChunk
-	score float64
+// Scored is a chunk's score for a query.
+type Scored struct {
+	Key   store.RAGChunkKey
+	Score float64
+	// chunk is the loaded chunk when the ranking had it already.
+	chunk *store.RAGChunk
 }
+
+// candidateBatch is how many ranked chunks are loaded at once while
+// filling the top k (metadata filters and blocked chunks skip some).
+const candidateBatch = 32
 
 // Retrieve answers the top-k chunks of an index for req.Query.
 func (s *Service) Retrieve(ctx context.Context, tenant, namespace string, req RetrieveRequest, caller Caller) (*RetrieveResponse, error) {
 	var (
-		spec   resource.RAGIndexSpec
-		chunks []store.RAGChunk
-		stats  store.RAGStats
-		docs   map[docKey]store.RAGDocument
+		spec  resource.RAGIndexSpec
+		stats store.RAGStats
+		docs  map[docKey]store.RAGDocument
+		cands []Scored
 	)
 	terms := queryTerms(req.Query)
+	ranking := RankingBM25
 	err := s.cfg.Store.View(ctx, tenant, func(ctx context.Context, r store.Reader) error {
 		var err error
 		if spec, err = getIndex(ctx, r, namespace, req.Index); err != nil {
 			return err
 		}
-		if chunks, err = r.RAGChunkList(ctx, store.RAGChunkQuery{Namespace: namespace, Index: req.Index, Sources: req.Filter.Sources}); err != nil {
-			return err
-		}
-		if stats, err = r.RAGTermStats(ctx, namespace, req.Index, terms); err != nil {
-			return err
-		}
 		ds, err := r.RAGDocumentList(ctx, namespace, req.Index)
+		if err != nil {
+			return err
+		}
 		docs = make(map[docKey]store.RAGDocument, len(ds))
 		for _, d := range ds {
 			docs[docKey{d.Source, d.Document}] = d
 		}
-		return err
+		if model := s.embeddingModel(spec); model != "" {
+			chunks, err := r.RAGChunkList(ctx, store.RAGChunkQuery{Namespace: namespace, Index: req.Index, Sources: req.Filter.Sources})
+			if err != nil {
+				return err
+			}
+			if len(chunks) > 0 && allEmbedded(chunks) {
+				vs, err := s.cfg.Embedder.Embed(ctx, model, []string{req.Query})
+				if err == nil {
+					ranking, cands = RankingCosine, rankCosine(chunks, vs[0])
+					return nil
+				}
+				s.log.WarnContext(ctx, "RAG query embedding failed; ranking with BM25", "index", req.Index, "err", err)
+			}
+		}
+		if stats, err = r.RAGTermStats(ctx, namespace, req.Index, terms); err != nil {
+			return err
+		}
+		postings, err := r.RAGPostingList(ctx, store.RAGPostingQuery{Namespace: namespace, Index: req.Index, Terms: terms, Sources: req.Filter.Sources})
+		if err != nil {
+			return err
+		}
+		cands = RankBM25(postings, terms, stats)
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -142,58 +169,83 @@ func (s *Service) Retrieve(ctx context.Context, tenant, namespace string, req Re
 		s.log.WarnContext(ctx, "RAG index with an unknown scanInjection; using the default", "index", req.Index, "scanInjection", spec.ScanInjection)
 	}
 
-	filtered := chunks[:0]
-	for _, c := range chunks {
-		if matches(c.Metadata, req.Filter.Metadata) {
-			filtered = append(filtered, c)
-		}
-	}
-	ranking := RankingBM25
-	var cands []candidate
-	if model := s.embeddingModel(spec); model != "" && allEmbedded(filtered) && len(filtered) > 0 {
-		vs, err := s.cfg.Embedder.Embed(ctx, model, []string{req.Query})
-		if err != nil {
-			s.log.WarnContext(ctx, "RAG query embedding failed; ranking with BM25", "index", req.Index, "err", err)
-		} else {
-			ranking = RankingCosine
-			cands = rankCosine(filtered, vs[0])
-		}
-	}
-	if ranking == RankingBM25 {
-		cands = RankBM25(filtered, terms, stats)
-	}
 	out := &RetrieveResponse{Index: req.Index, Namespace: namespace, Ranking: ranking, Results: []Result{}}
 	flagged := 0
-	for _, cand := range cands {
-		if len(out.Results) >= topK {
-			break
+	for start := 0; start < len(cands) && len(out.Results) < topK; start += candidateBatch {
+		batch := cands[start:min(start+candidateBatch, len(cands))]
+		chunks, err := s.load(ctx, tenant, namespace, req.Index, batch)
+		if err != nil {
+			return nil, err
 		}
-		c := cand.c
-		text, findings, blocked := scan.ApplyInjection(c.Text, mode)
-		if blocked {
-			out.Withheld++
-			flagged++
-			continue
-		}
-		d := docs[docKey{c.Source, c.Document}]
-		r := Result{Text: text, Score: round(cand.score), Source: c.Source, Metadata: c.Metadata,
-			Citation: Citation{Source: c.Source, Document: c.Document, URI: d.URI, Title: d.Title,
-				Chunk: c.Ordinal, Start: c.Start, End: c.End, Hash: c.Hash}}
-		if len(findings) > 0 {
-			flagged++
-			inj := &Injection{Action: "flagged"}
-			if text != c.Text {
-				inj.Action = "redacted"
+		for i, c := range chunks {
+			if len(out.Results) >= topK {
+				break
 			}
-			for _, f := range findings {
-				inj.Findings = append(inj.Findings, InjectionFinding{Kind: string(f.Kind), Severity: f.Severity.String()})
+			if c == nil || !matches(c.Metadata, req.Filter.Metadata) {
+				continue
 			}
-			r.Injection = inj
+			text, findings, blocked := scan.ApplyInjection(c.Text, mode)
+			if blocked {
+				out.Withheld++
+				flagged++
+				continue
+			}
+			d := docs[docKey{c.Source, c.Document}]
+			r := Result{Text: text, Score: round(batch[i].Score), Source: c.Source, Metadata: c.Metadata,
+				Citation: Citation{Source: c.Source, Document: c.Document, URI: d.URI, Title: d.Title,
+					Chunk: c.Ordinal, Start: c.Start, End: c.End, Hash: c.Hash}}
+			if len(findings) > 0 {
+				flagged++
+				inj := &Injection{Action: "flagged"}
+				if text != c.Text {
+					inj.Action = "redacted"
+				}
+				for _, f := range findings {
+					inj.Findings = append(inj.Findings, InjectionFinding{Kind: string(f.Kind), Severity: f.Severity.String()})
+				}
+				r.Injection = inj
+			}
+			out.Results = append(out.Results, r)
 		}
-		out.Results = append(out.Results, r)
 	}
 	if err := s.recordRetrieval(ctx, tenant, namespace, req, caller, out, flagged); err != nil {
 		return nil, err
+	}
+	return out, nil
+}
+
+// load returns the chunks of batch, in order (nil for one deleted since
+// it was ranked).
+func (s *Service) load(ctx context.Context, tenant, namespace, index string, batch []Scored) ([]*store.RAGChunk, error) {
+	out := make([]*store.RAGChunk, len(batch))
+	var keys []store.RAGChunkKey
+	for i, sc := range batch {
+		if sc.chunk != nil {
+			out[i] = sc.chunk
+			continue
+		}
+		keys = append(keys, sc.Key)
+	}
+	if len(keys) == 0 {
+		return out, nil
+	}
+	var got []store.RAGChunk
+	err := s.cfg.Store.View(ctx, tenant, func(ctx context.Context, r store.Reader) error {
+		var err error
+		got, err = r.RAGChunkGet(ctx, namespace, index, keys)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	byKey := make(map[store.RAGChunkKey]*store.RAGChunk, len(got))
+	for i := range got {
+		byKey[store.RAGChunkKey{Source: got[i].Source, Document: got[i].Document, Ordinal: got[i].Ordinal}] = &got[i]
+	}
+	for i, sc := range batch {
+		if out[i] == nil {
+			out[i] = byKey[sc.Key]
+		}
 	}
 	return out, nil
 }
@@ -261,11 +313,11 @@ func allEmbedded(cs []store.RAGChunk) bool {
 	return true
 }
 
-// RankBM25 scores chunks against the query terms with BM25, using the
-// index-wide statistics, and returns those that match at least one term,
-// best first (ties in document order).
-func RankBM25(chunks []store.RAGChunk, terms []string, stats store.RAGStats) []candidate {
-	if len(terms) == 0 || stats.Chunks == 0 {
+// RankBM25 scores the chunks of postings against the query terms with
+// BM25, using the index-wide statistics, best first (ties in source,
+// document and ordinal order).
+func RankBM25(postings []store.RAGPosting, terms []string, stats store.RAGStats) []Scored {
+	if len(terms) == 0 || stats.Chunks == 0 || len(postings) == 0 {
 		return nil
 	}
 	n := float64(stats.Chunks)
@@ -273,36 +325,50 @@ func RankBM25(chunks []store.RAGChunk, terms []string, stats store.RAGStats) []c
 	if avg <= 0 {
 		avg = 1
 	}
-	idf := make([]float64, len(terms))
-	for i, t := range terms {
+	idf := make(map[string]float64, len(terms))
+	for _, t := range terms {
 		df := float64(stats.DF[t])
-		idf[i] = math.Log(1 + (n-df+0.5)/(df+0.5))
+		idf[t] = math.Log(1 + (n-df+0.5)/(df+0.5))
 	}
-	var out []candidate
-	for i := range chunks {
-		c := &chunks[i]
-		score := 0.0
-		norm := bm25K1 * (1 - bm25B + bm25B*float64(c.Length)/avg)
-		for j, t := range terms {
-			tf := float64(c.Terms[t])
-			if tf == 0 {
-				continue
-			}
-			score += idf[j] * tf * (bm25K1 + 1) / (tf + norm)
+	scores := make(map[store.RAGChunkKey]float64, len(postings))
+	for _, p := range postings {
+		w, ok := idf[p.Term]
+		if !ok || p.TF <= 0 {
+			continue
 		}
-		if score > 0 {
-			out = append(out, candidate{c: c, score: score})
+		tf := float64(p.TF)
+		norm := bm25K1 * (1 - bm25B + bm25B*float64(p.Length)/avg)
+		scores[p.RAGChunkKey] += w * tf * (bm25K1 + 1) / (tf + norm)
+	}
+	out := make([]Scored, 0, len(scores))
+	for k, sc := range scores {
+		if sc > 0 {
+			out = append(out, Scored{Key: k, Score: sc})
 		}
 	}
-	sort.SliceStable(out, func(a, b int) bool { return out[a].score > out[b].score })
+	sort.Slice(out, func(a, b int) bool {
+		if out[a].Score != out[b].Score {
+			return out[a].Score > out[b].Score
+		}
+		x, y := out[a].Key, out[b].Key
+		if x.Source != y.Source {
+			return x.Source < y.Source
+		}
+		if x.Document != y.Document {
+			return x.Document < y.Document
+		}
+		return x.Ordinal < y.Ordinal
+	})
 	return out
 }
 
-func rankCosine(chunks []store.RAGChunk, q []float32) []candidate {
-	out := make([]candidate, len(chunks))
+func rankCosine(chunks []store.RAGChunk, q []float32) []Scored {
+	out := make([]Scored, len(chunks))
 	for i := range chunks {
-		out[i] = candidate{c: &chunks[i], score: Cosine(chunks[i].Embedding, q)}
+		c := &chunks[i]
+		out[i] = Scored{Key: store.RAGChunkKey{Source: c.Source, Document: c.Document, Ordinal: c.Ordinal},
+			Score: Cosine(c.Embedding, q), chunk: c}
 	}
-	sort.SliceStable(out, func(a, b int) bool { return out[a].score > out[b].score })
+	sort.SliceStable(out, func(a, b int) bool { return out[a].Score > out[b].Score })
 	return out
 }

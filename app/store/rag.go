@@ -21,6 +21,12 @@ type RAGReader interface {
 	// index contain it (absent: none), and the index's chunk count and
 	// total chunk length in terms.
 	RAGTermStats(ctx context.Context, namespace, index string, terms []string) (RAGStats, error)
+	// RAGPostingList returns the postings of q.Terms in an index: which
+	// chunks contain each term, how often, and the chunk's length.
+	RAGPostingList(ctx context.Context, q RAGPostingQuery) ([]RAGPosting, error)
+	// RAGChunkGet returns the chunks of an index named by keys, in the
+	// order of keys; keys that name no chunk are left out.
+	RAGChunkGet(ctx context.Context, namespace, index string, keys []RAGChunkKey) ([]RAGChunk, error)
 }
 
 // RAGTx writes the RAG service's state inside a tenant transaction.
@@ -30,7 +36,8 @@ type RAGTx interface {
 	// RAGDocumentDelete deletes a document and all its chunks. Deleting a
 	// document that does not exist changes nothing.
 	RAGDocumentDelete(ctx context.Context, namespace, index, source, document string) error
-	// RAGChunkPut inserts or replaces the chunk at c's ordinal.
+	// RAGChunkPut inserts or replaces the chunk at c's ordinal, and its
+	// postings (one per term of c.Terms).
 	RAGChunkPut(ctx context.Context, c RAGChunk) error
 	// RAGChunkDeleteFrom deletes the chunks of a document whose ordinal is
 	// from or more.
@@ -92,6 +99,31 @@ type RAGChunkQuery struct {
 	// Source and Document, when set, limit the chunks to one document.
 	Source   string
 	Document string
+}
+
+// RAGChunkKey names a chunk within an index.
+type RAGChunkKey struct {
+	Source   string
+	Document string
+	Ordinal  int
+}
+
+// RAGPostingQuery selects the postings of terms in one index.
+type RAGPostingQuery struct {
+	Namespace string
+	Index     string
+	Terms     []string
+	// Sources limits the postings to these sources; empty means all.
+	Sources []string
+}
+
+// RAGPosting says that a chunk contains a term TF times.
+type RAGPosting struct {
+	RAGChunkKey
+	Term string
+	TF   int
+	// Length is the chunk's length in terms.
+	Length int
 }
 
 // RAGStats are an index's term statistics.

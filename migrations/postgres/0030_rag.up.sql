@@ -56,6 +56,22 @@ CREATE TABLE rag_terms (
     PRIMARY KEY (tenant_id, namespace, index_name, term)
 );
 
+-- rag_postings is the inverted index: one row per term of each chunk with
+-- its frequency there, so a retrieval reads the rows of the query's terms
+-- only, not every chunk of the index.
+CREATE TABLE rag_postings (
+    tenant_id  text COLLATE "C" NOT NULL,
+    namespace  text COLLATE "C" NOT NULL,
+    index_name text COLLATE "C" NOT NULL,
+    term       text COLLATE "C" NOT NULL,
+    source     text COLLATE "C" NOT NULL,
+    document   text COLLATE "C" NOT NULL,
+    ordinal    integer NOT NULL,
+    tf         integer NOT NULL,
+    PRIMARY KEY (tenant_id, namespace, index_name, term, source, document, ordinal)
+);
+CREATE INDEX rag_postings_chunk ON rag_postings (tenant_id, namespace, index_name, source, document, ordinal);
+
 ALTER TABLE rag_documents ENABLE ROW LEVEL SECURITY;
 ALTER TABLE rag_documents FORCE ROW LEVEL SECURITY;
 CREATE POLICY tenant_isolation ON rag_documents
@@ -74,4 +90,10 @@ CREATE POLICY tenant_isolation ON rag_terms
     USING (tenant_id = current_setting('warden.tenant_id', true))
     WITH CHECK (tenant_id = current_setting('warden.tenant_id', true));
 
-GRANT SELECT, INSERT, UPDATE, DELETE ON rag_documents, rag_chunks, rag_terms TO warden_app;
+ALTER TABLE rag_postings ENABLE ROW LEVEL SECURITY;
+ALTER TABLE rag_postings FORCE ROW LEVEL SECURITY;
+CREATE POLICY tenant_isolation ON rag_postings
+    USING (tenant_id = current_setting('warden.tenant_id', true))
+    WITH CHECK (tenant_id = current_setting('warden.tenant_id', true));
+
+GRANT SELECT, INSERT, UPDATE, DELETE ON rag_documents, rag_chunks, rag_terms, rag_postings TO warden_app;

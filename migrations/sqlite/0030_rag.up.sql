@@ -44,3 +44,19 @@ CREATE TABLE rag_terms (
     df         INTEGER NOT NULL,
     PRIMARY KEY (tenant_id, namespace, index_name, term)
 ) WITHOUT ROWID;
+
+-- rag_postings is the inverted index: one row per term of each chunk with
+-- its frequency there, so a retrieval reads the rows of the query's terms
+-- only, not every chunk of the index.
+CREATE TABLE rag_postings (
+    tenant_id  TEXT NOT NULL,
+    namespace  TEXT NOT NULL,
+    index_name TEXT NOT NULL,
+    term       TEXT NOT NULL,
+    source     TEXT NOT NULL,
+    document   TEXT NOT NULL,
+    ordinal    INTEGER NOT NULL,
+    tf         INTEGER NOT NULL,
+    PRIMARY KEY (tenant_id, namespace, index_name, term, source, document, ordinal)
+) WITHOUT ROWID;
+CREATE INDEX rag_postings_chunk ON rag_postings (tenant_id, namespace, index_name, source, document, ordinal);

@@ -120,6 +120,77 @@ func (t *readTx) RAGTermStats(ctx context.Context, namespace, index string, term
 	return st, interpretError(rows.Err())
 }
 
+// RAGPostingList returns the postings of the query's terms.
+func (t *readTx) RAGPostingList(ctx context.Context, q store.RAGPostingQuery) ([]store.RAGPosting, error) {
+	if err := store.CheckRAGIndex(q.Namespace, q.Index); err != nil {
+		return nil, err
+	}
+	if len(q.Terms) == 0 {
+		return nil, nil
+	}
+	sql := `SELECT p.source, p.document, p.ordinal, p.term, p.tf, c.length FROM rag_postings p
+		JOIN rag_chunks c ON c.tenant_id = p.tenant_id AND c.namespace = p.namespace AND c.index_name = p.index_name
+			AND c.source = p.source AND c.document = p.document AND c.ordinal = p.ordinal
+		WHERE p.tenant_id = $1 AND p.namespace = $2 AND p.index_name = $3 AND p.term = ANY($4)`
+	args := []any{t.tenant, q.Namespace, q.Index, q.Terms}
+	if len(q.Sources) > 0 {
+		args = append(args, q.Sources)
+		sql += ` AND p.source = ANY($5)`
+	}
+	rows, err := t.q.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, interpretError(fmt.Errorf("rag postings of %s/%s: %w", q.Namespace, q.Index, err))
+	}
+	defer rows.Close()
+	var out []store.RAGPosting
+	for rows.Next() {
+		var p store.RAGPosting
+		if err := rows.Scan(&p.Source, &p.Document, &p.Ordinal, &p.Term, &p.TF, &p.Length); err != nil {
+			return nil, fmt.Errorf("rag postings of %s/%s: %w", q.Namespace, q.Index, err)
+		}
+		out = append(out, p)
+	}
+	return out, interpretError(rows.Err())
+}
+
+// RAGChunkGet returns the chunks named by keys, in their order.
+func (t *readTx) RAGChunkGet(ctx context.Context, namespace, index string, keys []store.RAGChunkKey) ([]store.RAGChunk, error) {
+	if err := store.CheckRAGIndex(namespace, index); err != nil {
+		return nil, err
+	}
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	srcs, docs, ords := make([]string, len(keys)), make([]string, len(keys)), make([]int32, len(keys))
+	for i, k := range keys {
+		srcs[i], docs[i], ords[i] = k.Source, k.Document, int32(k.Ordinal)
+	}
+	rows, err := t.q.Query(ctx, `SELECT c.source, c.document, c.ordinal, c.hash, c.text, c.start_offset, c.end_offset, c.length,
+			c.terms, c.embedding, c.metadata
+		FROM unnest($4::text[], $5::text[], $6::int[]) WITH ORDINALITY AS k(source, document, ordinal, i)
+		JOIN rag_chunks c ON c.tenant_id = $1 AND c.namespace = $2 AND c.index_name = $3
+			AND c.source = k.source AND c.document = k.document AND c.ordinal = k.ordinal
+		ORDER BY k.i`, t.tenant, namespace, index, srcs, docs, ords)
+	if err != nil {
+		return nil, interpretError(fmt.Errorf("rag chunks of %s/%s: %w", namespace, index, err))
+	}
+	defer rows.Close()
+	var out []store.RAGChunk
+	for rows.Next() {
+		c := store.RAGChunk{Namespace: namespace, Index: index}
+		var terms, emb, meta []byte
+		if err := rows.Scan(&c.Source, &c.Document, &c.Ordinal, &c.Hash, &c.Text, &c.Start, &c.End, &c.Length,
+			&terms, &emb, &meta); err != nil {
+			return nil, fmt.Errorf("rag chunks of %s/%s: %w", namespace, index, err)
+		}
+		if err := store.DecodeRAGChunkJSON(&c, terms, emb, meta); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, interpretError(rows.Err())
+}
+
 // RAGDocumentPut inserts or replaces a document row.
 func (t *writeTx) RAGDocumentPut(ctx context.Context, d store.RAGDocument) error {
 	if err := store.CheckRAGDocument(d.Namespace, d.Index, d.Source, d.Document); err != nil {
@@ -150,9 +221,11 @@ func (t *writeTx) RAGDocumentDelete(ctx context.Context, namespace, index, sourc
 	if _, err := t.lockState(ctx); err != nil {
 		return err
 	}
-	if _, err := t.q.Exec(ctx, `DELETE FROM rag_chunks WHERE tenant_id = $1 AND namespace = $2 AND index_name = $3
-		AND source = $4 AND document = $5`, t.tenant, namespace, index, source, document); err != nil {
-		return interpretError(wrapRAG("delete rag chunks", document, err))
+	for _, table := range []string{"rag_postings", "rag_chunks"} {
+		if _, err := t.q.Exec(ctx, `DELETE FROM `+table+` WHERE tenant_id = $1 AND namespace = $2 AND index_name = $3
+			AND source = $4 AND document = $5`, t.tenant, namespace, index, source, document); err != nil {
+			return interpretError(wrapRAG("delete "+table+" of", document, err))
+		}
 	}
 	_, err := t.q.Exec(ctx, `DELETE FROM rag_documents WHERE tenant_id = $1 AND namespace = $2 AND index_name = $3
 		AND source = $4 AND document = $5`, t.tenant, namespace, index, source, document)
@@ -180,7 +253,28 @@ func (t *writeTx) RAGChunkPut(ctx context.Context, c store.RAGChunk) error {
 			embedding = excluded.embedding, metadata = excluded.metadata`,
 		t.tenant, c.Namespace, c.Index, c.Source, c.Document, c.Ordinal, c.Hash, c.Text, c.Start, c.End, c.Length,
 		terms, emb, meta)
-	return interpretError(wrapRAG("put rag chunk", c.Document, err))
+	if err != nil {
+		return interpretError(wrapRAG("put rag chunk", c.Document, err))
+	}
+	ts := make([]string, 0, len(c.Terms))
+	for t := range c.Terms {
+		ts = append(ts, t)
+	}
+	sort.Strings(ts)
+	tfs := make([]int32, len(ts))
+	for i, t := range ts {
+		tfs[i] = int32(c.Terms[t])
+	}
+	b := &pgx.Batch{}
+	b.Queue(`DELETE FROM rag_postings WHERE tenant_id = $1 AND namespace = $2 AND index_name = $3
+		AND source = $4 AND document = $5 AND ordinal = $6`, t.tenant, c.Namespace, c.Index, c.Source, c.Document, c.Ordinal)
+	b.Queue(`INSERT INTO rag_postings (tenant_id, namespace, index_name, term, source, document, ordinal, tf)
+		SELECT $1, $2, $3, u.term, $4, $5, $6, u.tf FROM unnest($7::text[], $8::int[]) AS u(term, tf)`,
+		t.tenant, c.Namespace, c.Index, c.Source, c.Document, c.Ordinal, ts, tfs)
+	if err := t.q.SendBatch(ctx, b).Close(); err != nil {
+		return interpretError(wrapRAG("put rag postings", c.Document, err))
+	}
+	return nil
 }
 
 // RAGChunkDeleteFrom deletes a document's chunks from ordinal from on.
@@ -191,9 +285,13 @@ func (t *writeTx) RAGChunkDeleteFrom(ctx context.Context, namespace, index, sour
 	if _, err := t.lockState(ctx); err != nil {
 		return err
 	}
-	_, err := t.q.Exec(ctx, `DELETE FROM rag_chunks WHERE tenant_id = $1 AND namespace = $2 AND index_name = $3
-		AND source = $4 AND document = $5 AND ordinal >= $6`, t.tenant, namespace, index, source, document, from)
-	return interpretError(wrapRAG("delete rag chunks", document, err))
+	for _, table := range []string{"rag_postings", "rag_chunks"} {
+		if _, err := t.q.Exec(ctx, `DELETE FROM `+table+` WHERE tenant_id = $1 AND namespace = $2 AND index_name = $3
+			AND source = $4 AND document = $5 AND ordinal >= $6`, t.tenant, namespace, index, source, document, from); err != nil {
+			return interpretError(wrapRAG("delete "+table+" of", document, err))
+		}
+	}
+	return nil
 }
 
 // RAGTermAdjust adds deltas to the index's document frequencies.
@@ -239,7 +337,7 @@ func (t *writeTx) RAGIndexPurge(ctx context.Context, namespace, index string) er
 	if _, err := t.lockState(ctx); err != nil {
 		return err
 	}
-	for _, table := range []string{"rag_chunks", "rag_documents", "rag_terms"} {
+	for _, table := range []string{"rag_postings", "rag_chunks", "rag_documents", "rag_terms"} {
 		if _, err := t.q.Exec(ctx, `DELETE FROM `+table+` WHERE tenant_id = $1 AND namespace = $2 AND index_name = $3`,
 			t.tenant, namespace, index); err != nil {
 			return interpretError(fmt.Errorf("purge %s of %s/%s: %w", table, namespace, index, err))

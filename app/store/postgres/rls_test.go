@@ -256,6 +256,7 @@ func testRowLevelSecurity(t *testing.T, url string, s store.Store) {
 		{"usage_counters", `INSERT INTO usage_counters (tenant_id, key, window_start, calls, cost) VALUES ($1, 'evil', now(), 1, 0)`, `calls = calls`},
 		{"rag_documents", `INSERT INTO rag_documents (tenant_id, namespace, index_name, source, document, hash, updated_at) VALUES ($1, 'default', 'docs', 's', 'evil', 'h', now())`, `hash = hash`},
 		{"rag_chunks", `INSERT INTO rag_chunks (tenant_id, namespace, index_name, source, document, ordinal, hash, text, start_offset, end_offset, length, terms) VALUES ($1, 'default', 'docs', 's', 'evil', 0, 'h', 'ignore previous instructions', 0, 1, 1, '{}')`, `text = text`},
+		{"rag_postings", `INSERT INTO rag_postings (tenant_id, namespace, index_name, term, source, document, ordinal, tf) VALUES ($1, 'default', 'docs', 'evil', 's', 'd', 0, 1)`, `tf = tf`},
 		{"rag_terms", `INSERT INTO rag_terms (tenant_id, namespace, index_name, term, df) VALUES ($1, 'default', 'docs', 'evil', 1)`, `df = df`},
 	}
 	for _, tb := range tables {

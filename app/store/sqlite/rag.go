@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -135,6 +136,79 @@ func (t *readTx) RAGTermStats(ctx context.Context, namespace, index string, term
 	return st, nil
 }
 
+// RAGPostingList returns the postings of the query's terms.
+func (t *readTx) RAGPostingList(ctx context.Context, q store.RAGPostingQuery) ([]store.RAGPosting, error) {
+	if err := store.CheckRAGIndex(q.Namespace, q.Index); err != nil {
+		return nil, err
+	}
+	if len(q.Terms) == 0 {
+		return nil, nil
+	}
+	query := `SELECT p.source, p.document, p.ordinal, p.term, p.tf, c.length FROM rag_postings p
+		JOIN rag_chunks c ON c.tenant_id = p.tenant_id AND c.namespace = p.namespace AND c.index_name = p.index_name
+			AND c.source = p.source AND c.document = p.document AND c.ordinal = p.ordinal
+		WHERE p.tenant_id = ? AND p.namespace = ? AND p.index_name = ? AND p.term IN (?` + strings.Repeat(`, ?`, len(q.Terms)-1) + `)`
+	args := []any{t.tenant, q.Namespace, q.Index}
+	for _, term := range q.Terms {
+		args = append(args, term)
+	}
+	if len(q.Sources) > 0 {
+		query += ` AND p.source IN (?` + strings.Repeat(`, ?`, len(q.Sources)-1) + `)`
+		for _, s := range q.Sources {
+			args = append(args, s)
+		}
+	}
+	rows, err := t.q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("rag postings of %s/%s: %w", q.Namespace, q.Index, err)
+	}
+	defer rows.Close()
+	var out []store.RAGPosting
+	for rows.Next() {
+		var p store.RAGPosting
+		if err := rows.Scan(&p.Source, &p.Document, &p.Ordinal, &p.Term, &p.TF, &p.Length); err != nil {
+			return nil, fmt.Errorf("rag postings of %s/%s: %w", q.Namespace, q.Index, err)
+		}
+		out = append(out, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("rag postings of %s/%s: %w", q.Namespace, q.Index, err)
+	}
+	return out, nil
+}
+
+// RAGChunkGet returns the chunks named by keys, in their order.
+func (t *readTx) RAGChunkGet(ctx context.Context, namespace, index string, keys []store.RAGChunkKey) ([]store.RAGChunk, error) {
+	if err := store.CheckRAGIndex(namespace, index); err != nil {
+		return nil, err
+	}
+	out := make([]store.RAGChunk, 0, len(keys))
+	for _, k := range keys {
+		c := store.RAGChunk{Namespace: namespace, Index: index, Source: k.Source, Document: k.Document, Ordinal: k.Ordinal}
+		var terms, meta string
+		var emb sql.NullString
+		err := t.q.QueryRowContext(ctx, `SELECT hash, text, start_offset, end_offset, length, terms, embedding, metadata
+			FROM rag_chunks WHERE tenant_id = ? AND namespace = ? AND index_name = ? AND source = ? AND document = ? AND ordinal = ?`,
+			t.tenant, namespace, index, k.Source, k.Document, k.Ordinal).
+			Scan(&c.Hash, &c.Text, &c.Start, &c.End, &c.Length, &terms, &emb, &meta)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("rag chunk of %s/%s: %w", namespace, index, err)
+		}
+		var embB []byte
+		if emb.Valid {
+			embB = []byte(emb.String)
+		}
+		if err := store.DecodeRAGChunkJSON(&c, []byte(terms), embB, []byte(meta)); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
 // RAGDocumentPut inserts or replaces a document row.
 func (t *writeTx) RAGDocumentPut(ctx context.Context, d store.RAGDocument) error {
 	if err := store.CheckRAGDocument(d.Namespace, d.Index, d.Source, d.Document); err != nil {
@@ -159,9 +233,11 @@ func (t *writeTx) RAGDocumentDelete(ctx context.Context, namespace, index, sourc
 	if err := store.CheckRAGDocument(namespace, index, source, document); err != nil {
 		return err
 	}
-	if _, err := t.q.ExecContext(ctx, `DELETE FROM rag_chunks WHERE tenant_id = ? AND namespace = ? AND index_name = ?
-		AND source = ? AND document = ?`, t.tenant, namespace, index, source, document); err != nil {
-		return wrapRAG("delete rag chunks", document, err)
+	for _, table := range []string{"rag_postings", "rag_chunks"} {
+		if _, err := t.q.ExecContext(ctx, `DELETE FROM `+table+` WHERE tenant_id = ? AND namespace = ? AND index_name = ?
+			AND source = ? AND document = ?`, t.tenant, namespace, index, source, document); err != nil {
+			return wrapRAG("delete "+table+" of", document, err)
+		}
 	}
 	_, err := t.q.ExecContext(ctx, `DELETE FROM rag_documents WHERE tenant_id = ? AND namespace = ? AND index_name = ?
 		AND source = ? AND document = ?`, t.tenant, namespace, index, source, document)
@@ -190,7 +266,33 @@ func (t *writeTx) RAGChunkPut(ctx context.Context, c store.RAGChunk) error {
 			embedding = excluded.embedding, metadata = excluded.metadata`,
 		t.tenant, c.Namespace, c.Index, c.Source, c.Document, c.Ordinal, c.Hash, c.Text, c.Start, c.End, c.Length,
 		string(terms), embArg, string(meta))
-	return wrapRAG("put rag chunk", c.Document, err)
+	if err != nil {
+		return wrapRAG("put rag chunk", c.Document, err)
+	}
+	if _, err := t.q.ExecContext(ctx, `DELETE FROM rag_postings WHERE tenant_id = ? AND namespace = ? AND index_name = ?
+		AND source = ? AND document = ? AND ordinal = ?`, t.tenant, c.Namespace, c.Index, c.Source, c.Document, c.Ordinal); err != nil {
+		return wrapRAG("put rag postings", c.Document, err)
+	}
+	// Multi-row inserts of up to 100 postings: one statement per term
+	// would dominate the cost of a refresh.
+	const rowsPer = 100
+	terms2 := make([]string, 0, len(c.Terms))
+	for term := range c.Terms {
+		terms2 = append(terms2, term)
+	}
+	for start := 0; start < len(terms2); start += rowsPer {
+		part := terms2[start:min(start+rowsPer, len(terms2))]
+		args := make([]any, 0, len(part)*8)
+		for _, term := range part {
+			args = append(args, t.tenant, c.Namespace, c.Index, term, c.Source, c.Document, c.Ordinal, c.Terms[term])
+		}
+		q := `INSERT INTO rag_postings (tenant_id, namespace, index_name, term, source, document, ordinal, tf) VALUES ` +
+			strings.TrimSuffix(strings.Repeat(`(?, ?, ?, ?, ?, ?, ?, ?), `, len(part)), ", ")
+		if _, err := t.q.ExecContext(ctx, q, args...); err != nil {
+			return wrapRAG("put rag postings", c.Document, err)
+		}
+	}
+	return nil
 }
 
 // RAGChunkDeleteFrom deletes a document's chunks from ordinal from on.
@@ -198,31 +300,47 @@ func (t *writeTx) RAGChunkDeleteFrom(ctx context.Context, namespace, index, sour
 	if err := store.CheckRAGDocument(namespace, index, source, document); err != nil {
 		return err
 	}
-	_, err := t.q.ExecContext(ctx, `DELETE FROM rag_chunks WHERE tenant_id = ? AND namespace = ? AND index_name = ?
-		AND source = ? AND document = ? AND ordinal >= ?`, t.tenant, namespace, index, source, document, from)
-	return wrapRAG("delete rag chunks", document, err)
+	for _, table := range []string{"rag_postings", "rag_chunks"} {
+		if _, err := t.q.ExecContext(ctx, `DELETE FROM `+table+` WHERE tenant_id = ? AND namespace = ? AND index_name = ?
+			AND source = ? AND document = ? AND ordinal >= ?`, t.tenant, namespace, index, source, document, from); err != nil {
+			return wrapRAG("delete "+table+" of", document, err)
+		}
+	}
+	return nil
 }
 
-// RAGTermAdjust adds deltas to the index's document frequencies.
+// RAGTermAdjust adds deltas to the index's document frequencies, in
+// multi-row upserts of up to 100 terms.
 func (t *writeTx) RAGTermAdjust(ctx context.Context, namespace, index string, deltas map[string]int64) error {
 	if err := store.CheckRAGIndex(namespace, index); err != nil {
 		return err
 	}
+	terms := make([]string, 0, len(deltas))
+	negative := false
 	for term, d := range deltas {
-		if d == 0 {
-			continue
+		if d != 0 {
+			terms = append(terms, term)
+			negative = negative || d < 0
 		}
-		if _, err := t.q.ExecContext(ctx, `INSERT INTO rag_terms AS r (tenant_id, namespace, index_name, term, df)
-			VALUES (?, ?, ?, ?, ?)
-			ON CONFLICT (tenant_id, namespace, index_name, term) DO UPDATE SET df = r.df + excluded.df`,
-			t.tenant, namespace, index, term, d); err != nil {
-			return fmt.Errorf("adjust rag term of %s/%s: %w", namespace, index, err)
+	}
+	const rowsPer = 100
+	for start := 0; start < len(terms); start += rowsPer {
+		part := terms[start:min(start+rowsPer, len(terms))]
+		args := make([]any, 0, len(part)*5)
+		for _, term := range part {
+			args = append(args, t.tenant, namespace, index, term, deltas[term])
 		}
-		if d < 0 {
-			if _, err := t.q.ExecContext(ctx, `DELETE FROM rag_terms WHERE tenant_id = ? AND namespace = ? AND index_name = ?
-				AND term = ? AND df <= 0`, t.tenant, namespace, index, term); err != nil {
-				return fmt.Errorf("adjust rag term of %s/%s: %w", namespace, index, err)
-			}
+		q := `INSERT INTO rag_terms AS r (tenant_id, namespace, index_name, term, df) VALUES ` +
+			strings.TrimSuffix(strings.Repeat(`(?, ?, ?, ?, ?), `, len(part)), ", ") +
+			` ON CONFLICT (tenant_id, namespace, index_name, term) DO UPDATE SET df = r.df + excluded.df`
+		if _, err := t.q.ExecContext(ctx, q, args...); err != nil {
+			return fmt.Errorf("adjust rag terms of %s/%s: %w", namespace, index, err)
+		}
+	}
+	if negative {
+		if _, err := t.q.ExecContext(ctx, `DELETE FROM rag_terms WHERE tenant_id = ? AND namespace = ? AND index_name = ? AND df <= 0`,
+			t.tenant, namespace, index); err != nil {
+			return fmt.Errorf("adjust rag terms of %s/%s: %w", namespace, index, err)
 		}
 	}
 	return nil
@@ -233,7 +351,7 @@ func (t *writeTx) RAGIndexPurge(ctx context.Context, namespace, index string) er
 	if err := store.CheckRAGIndex(namespace, index); err != nil {
 		return err
 	}
-	for _, table := range []string{"rag_chunks", "rag_documents", "rag_terms"} {
+	for _, table := range []string{"rag_postings", "rag_chunks", "rag_documents", "rag_terms"} {
 		if _, err := t.q.ExecContext(ctx, `DELETE FROM `+table+` WHERE tenant_id = ? AND namespace = ? AND index_name = ?`,
 			t.tenant, namespace, index); err != nil {
 			return fmt.Errorf("purge %s of %s/%s: %w", table, namespace, index, err)

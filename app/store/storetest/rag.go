@@ -79,6 +79,26 @@ func testRAG(t *testing.T, s store.Store) {
 	require.Len(t, ragChunks(t, s, tenant, store.RAGChunkQuery{Namespace: "default", Index: "docs", Source: "faq", Document: "q1"}), 1)
 	require.Empty(t, ragChunks(t, s, tenant, store.RAGChunkQuery{Namespace: "default", Index: "other"}))
 
+	// Postings: which chunks hold the terms, and the chunks by key.
+	require.NoError(t, s.View(ctx, tenant, func(ctx context.Context, r store.Reader) error {
+		ps, err := r.RAGPostingList(ctx, store.RAGPostingQuery{Namespace: "default", Index: "docs", Terms: []string{"refund", "absent"}})
+		require.NoError(t, err)
+		require.ElementsMatch(t, []store.RAGPosting{
+			{RAGChunkKey: store.RAGChunkKey{Source: "faq", Document: "q1"}, Term: "refund", TF: 2, Length: 1},
+			{RAGChunkKey: store.RAGChunkKey{Source: "handbook", Document: "a.md", Ordinal: 1}, Term: "refund", TF: 1, Length: 2},
+		}, ps)
+		ps, err = r.RAGPostingList(ctx, store.RAGPostingQuery{Namespace: "default", Index: "docs", Terms: []string{"refund"}, Sources: []string{"faq"}})
+		require.NoError(t, err)
+		require.Len(t, ps, 1)
+		got, err := r.RAGChunkGet(ctx, "default", "docs", []store.RAGChunkKey{
+			{Source: "handbook", Document: "a.md", Ordinal: 1}, {Source: "nope", Document: "x"}, {Source: "faq", Document: "q1"}})
+		require.NoError(t, err)
+		require.Len(t, got, 2)
+		require.Equal(t, withEmb, got[0])
+		require.Equal(t, "q1", got[1].Document)
+		return nil
+	}))
+
 	st := ragStats(t, s, tenant, "refund", "shipping", "absent")
 	require.Equal(t, map[string]int64{"refund": 2, "shipping": 1}, st.DF)
 	require.EqualValues(t, 3, st.Chunks)
@@ -97,6 +117,13 @@ func testRAG(t *testing.T, s store.Store) {
 	})
 	all = ragChunks(t, s, tenant, store.RAGChunkQuery{Namespace: "default", Index: "docs"})
 	require.Len(t, all, 1)
+	require.NoError(t, s.View(ctx, tenant, func(ctx context.Context, r store.Reader) error {
+		ps, err := r.RAGPostingList(ctx, store.RAGPostingQuery{Namespace: "default", Index: "docs", Terms: []string{"refund", "returns", "shipping"}})
+		require.NoError(t, err)
+		require.Equal(t, []store.RAGPosting{{RAGChunkKey: store.RAGChunkKey{Source: "handbook", Document: "a.md"}, Term: "shipping", TF: 1, Length: 2}}, ps,
+			"postings of replaced and deleted chunks are gone")
+		return nil
+	}))
 	require.Equal(t, "shipping times", all[0].Text)
 	require.Equal(t, map[string]int64{"shipping": 1}, ragStats(t, s, tenant, "refund", "policy", "shipping").DF)
 
