@@ -67,6 +67,7 @@ current context of $WARDEN_HOME/config.yaml (written by 'warden up').`,
 		newToolCallsCmd(a),
 		newApprovalsCmd(a),
 		newAgBOMCmd(a),
+		newRAGCmd(a),
 		newDemoCmd(a),
 		newVersionCmd(a),
 	)

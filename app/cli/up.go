@@ -45,6 +45,7 @@ func newUpCmd(a *app) *cobra.Command {
 	var port, gatewayPort, changeHistory int
 	var tlsOpts tlsOptions
 	var people peopleOptions
+	var ragOpts ragOptions
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Start Warden locally: every service in one process on the embedded store",
@@ -91,7 +92,10 @@ tokens. Register <public URL>/auth/callback as the redirect URL there.`,
 					return usagef("--public-url %q must be an absolute http(s) URL", people.publicURL)
 				}
 			}
-			return a.up(cmd.Context(), dataDir, storeURL, listenHost, port, gatewayPort, changeHistory, tlsOpts, people)
+			if ragOpts.port < 0 || ragOpts.port > 65535 || ragOpts.port == port || (ragOpts.port != 0 && ragOpts.port == gatewayPort) {
+				return usagef("--rag-port %d is not a TCP port (1-65535, 0 for no RAG service) other than --port and --gateway-port", ragOpts.port)
+			}
+			return a.up(cmd.Context(), dataDir, storeURL, listenHost, port, gatewayPort, changeHistory, tlsOpts, people, ragOpts)
 		},
 	}
 	f := cmd.Flags()
@@ -100,6 +104,9 @@ tokens. Register <public URL>/auth/callback as the redirect URL there.`,
 	f.StringVar(&listenHost, "listen-host", "127.0.0.1", "address the listeners bind to; 0.0.0.0 exposes Warden to the network")
 	f.IntVar(&port, "port", defaultControlPort, "port of the control plane API")
 	f.IntVar(&gatewayPort, "gateway-port", defaultGatewayPort, "port of the tool gateway (0: no gateway)")
+	f.IntVar(&ragOpts.port, "rag-port", defaultRAGPort, "port of the RAG service (0: no RAG service)")
+	f.StringVar(&ragOpts.fileRoot, "rag-file-root", "", "directory KnowledgeSources of type file are read under (default <data-dir>/knowledge)")
+	f.StringVar(&ragOpts.embeddingsURL, "rag-embeddings-url", "", "OpenAI-compatible base URL whose /v1/embeddings embeds indexes that name a model (default: none, BM25)")
 	f.IntVar(&changeHistory, "change-history", server.DefaultChangeHistory, "change-log entries each tenant keeps for watchers that resume (-1: all)")
 	f.StringVar(&tlsOpts.cert, "tls-cert", "", "PEM certificate (chain) to serve every listener over TLS")
 	f.StringVar(&tlsOpts.key, "tls-key", "", "PEM private key of --tls-cert")
@@ -198,12 +205,17 @@ type tlsOptions struct {
 	allowPlaintext bool
 }
 
-func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port, gatewayPort, changeHistory int, tlsOpts tlsOptions, people peopleOptions) error {
+func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port, gatewayPort, changeHistory int, tlsOpts tlsOptions, people peopleOptions, ragOpts ragOptions) error {
 	listeners, err := bindListeners(listenHost, port, gatewayPort)
 	if err != nil {
 		return err
 	}
 	defer listeners.Close()
+	ragSrv, err := bindRAG(listenHost, ragOpts)
+	if err != nil {
+		return err
+	}
+	defer ragSrv.close()
 	// A certificate pair that does not load fails now, before first-start
 	// setup, like a busy port.
 	if _, err := (server.Config{TLSCertFile: tlsOpts.cert, TLSKeyFile: tlsOpts.key}).TLSConfig(); err != nil {
@@ -327,8 +339,13 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 	approvals := jobs.NewApprovals(workers)
 	agboms := jobs.NewAgBOMs(workers)
 	cluster := jobs.NewCluster(workers, jobs.ClusterConfig{})
+	queues := cluster.Queues(gatewayPort != 0)
+	if ragSrv != nil {
+		ragSrv.jobs = jobs.NewRAG(workers)
+		queues[jobs.QueueRAG] = jobs.RAGQueueConfig()
+	}
 	queue, err := openQueue(ctx, st, storeURL, jobs.Config{Workers: workers, Logger: logger,
-		PeriodicJobs: cluster.PeriodicJobs(), Queues: cluster.Queues(gatewayPort != 0)})
+		PeriodicJobs: cluster.PeriodicJobs(), Queues: queues})
 	if err != nil {
 		return fmt.Errorf("job queue: %w", err)
 	}
@@ -362,6 +379,12 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 	}
 	defer stopQueue(queue, logger)
 	agboms.Bind(srv.AgBOM())
+	if ragSrv != nil {
+		ragSrv.jobs.SetQueue(queue)
+		if err := ragSrv.build(a, srv, st, ragOpts, dataDir, scheme, listenHost, logger); err != nil {
+			return fmt.Errorf("RAG service: %w", err)
+		}
+	}
 	gw := srv.Gateway()
 	if gw != nil {
 		approvals.Bind(gw)
@@ -383,6 +406,9 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 	if gatewayURL != "" {
 		fmt.Fprintf(w, "  tool gateway             %s\n", gatewayURL)
 	}
+	if ragSrv != nil {
+		fmt.Fprintf(w, "  RAG                      %s\n", ragSrv.url)
+	}
 	fmt.Fprintf(w, "  store                    %s\n", redactURL(storeURL))
 	fmt.Fprintf(w, "  config                   %s\n", clientconfig.Path(home))
 	fmt.Fprintf(w, "  runtime                  %s\n", tuned)
@@ -398,7 +424,11 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		fmt.Fprintf(w, "  traces (OTLP/HTTP)       %s\n", traceEndpoint)
 	}
 	fmt.Fprintf(w, "Press Ctrl-C to stop.\n")
+	ragCtx, stopRAG := context.WithCancel(ctx)
+	waitRAG := ragSrv.serve(ragCtx, logger)
 	err = srv.ServeListeners(ctx, listeners)
+	stopRAG()
+	waitRAG()
 	if ctx.Err() != nil && (err == nil || errors.Is(err, context.Canceled)) {
 		fmt.Fprintln(w, "Warden stopped.")
 		return nil

@@ -288,3 +288,19 @@ func TestFileSourcesNeedARoot(t *testing.T) {
 	require.Equal(t, rag.PhaseFailed, res.Sources[0].Phase)
 	require.Contains(t, res.Sources[0].Errors[0], "disabled")
 }
+
+func TestTerms(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		in   string
+		want []string
+	}{
+		{"Refunds are issued within 14 days", []string{"refund", "issued", "within", "14", "day"}},
+		{"the policies of a business", []string{"policy", "business"}},
+		{"Ünïcode TEXT, ok?", []string{"ünïcode", "text", "ok"}},
+		{"", nil},
+	}
+	for _, tc := range tests {
+		require.Equal(t, tc.want, rag.Terms(tc.in), tc.in)
+	}
+}

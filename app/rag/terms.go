@@ -19,7 +19,8 @@ var stopwords = map[string]bool{
 }
 
 // Terms splits text into lower-case terms: runs of letters and digits,
-// stop words dropped, each cut at MaxTermLength bytes.
+// stop words dropped, each cut at MaxTermLength bytes and reduced to its
+// singular (Harman's S-stemmer), so "refunds" finds "refund".
 func Terms(text string) []string {
 	var out []string
 	for _, f := range strings.FieldsFunc(text, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
@@ -30,7 +31,7 @@ func Terms(text string) []string {
 		if len(t) > MaxTermLength {
 			t = cutRunes(t, MaxTermLength)
 		}
-		out = append(out, t)
+		out = append(out, stem(t))
 	}
 	return out
 }
@@ -60,4 +61,21 @@ func cutRunes(s string, n int) string {
 		end = i
 	}
 	return s[:end]
+}
+
+// stem is Harman's S-stemmer: it removes English plural endings only,
+// which rarely merges unrelated words.
+func stem(t string) string {
+	if len(t) < 4 {
+		return t
+	}
+	switch {
+	case strings.HasSuffix(t, "ies") && !strings.HasSuffix(t, "eies") && !strings.HasSuffix(t, "aies"):
+		return t[:len(t)-3] + "y"
+	case strings.HasSuffix(t, "es") && !strings.HasSuffix(t, "aes") && !strings.HasSuffix(t, "ees") && !strings.HasSuffix(t, "oes"):
+		return t[:len(t)-1]
+	case strings.HasSuffix(t, "s") && !strings.HasSuffix(t, "us") && !strings.HasSuffix(t, "ss"):
+		return t[:len(t)-1]
+	}
+	return t
 }

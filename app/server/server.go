@@ -371,6 +371,10 @@ func (s *Server) App() *fiber.App { return s.app }
 // Bus returns the in-process event bus.
 func (s *Server) Bus() *events.Bus { return s.bus }
 
+// Authorizer returns the authorizer every API of this process asks (the
+// RAG service of `warden up` among them); its cache follows RoleBindings.
+func (s *Server) Authorizer() *authz.Authorizer { return s.authz }
+
 // Serve serves on ln until ctx is cancelled, then shuts down gracefully.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	err := s.serveControl(ctx, ln)
