@@ -33,7 +33,7 @@ BENCHTIME ?= 1s
 IMAGE     ?= warden:dev
 RUN_ARGS  ?= up
 
-.PHONY: help build test lint bench bench-gateway fuzz run docker generate-free generate-check tools test-deps check-postgres
+.PHONY: help build test lint bench bench-gateway bench-mcp fuzz run docker generate-free generate-check tools test-deps check-postgres
 
 help: ## List the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-15s %s\n", $$1, $$2}'
@@ -80,6 +80,18 @@ bench-gateway: build ## Load-test the tool gateway (SQLite and Postgres): calls/
 	psql "$$TEST_DATABASE_URL" -qc "CREATE DATABASE $$db" && \
 	trap 'psql "$$TEST_DATABASE_URL" -qc "DROP DATABASE IF EXISTS $$db WITH (FORCE)"' EXIT && \
 	./warden bench gateway --rate $(GATEWAY_BENCH_RATE) --duration $(GATEWAY_BENCH_DURATION) \
+		--store "$$(echo "$$TEST_DATABASE_URL" | sed -E "s#/[^/?]+(\?|$$)#/$$db\1#")"
+
+# bench-mcp calls a read-only MCP echo tool directly and through the MCP
+# gateway's per-agent endpoint, on SQLite and on Postgres.
+MCP_BENCH_RATE     ?= 500
+MCP_BENCH_DURATION ?= 10s
+bench-mcp: build ## Load-test the MCP gateway (SQLite and Postgres): added p50, CPU per call, calls/s.
+	./warden bench mcp --rate $(MCP_BENCH_RATE) --duration $(MCP_BENCH_DURATION)
+	@db="warden_bench_mcp_$$$$"; \
+	psql "$$TEST_DATABASE_URL" -qc "CREATE DATABASE $$db" && \
+	trap 'psql "$$TEST_DATABASE_URL" -qc "DROP DATABASE IF EXISTS $$db WITH (FORCE)"' EXIT && \
+	./warden bench mcp --rate $(MCP_BENCH_RATE) --duration $(MCP_BENCH_DURATION) \
 		--store "$$(echo "$$TEST_DATABASE_URL" | sed -E "s#/[^/?]+(\?|$$)#/$$db\1#")"
 
 fuzz: ## Run every fuzz target for FUZZTIME each (default 10s).

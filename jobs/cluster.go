@@ -26,6 +26,11 @@ const (
 	// replica left them. It runs on the default queue, which only replicas
 	// with a tool gateway work.
 	TaskSweepApprovals = "sweep-approvals"
+	// TaskDiscoverMCP discovers every MCPServer of every tenant again, so
+	// that a server whose tool definitions drift from its pin is
+	// quarantined without anyone asking. Like the sweep it runs on the
+	// default queue: the MCP gateway runs beside a tool gateway.
+	TaskDiscoverMCP = "discover-mcp"
 )
 
 // Defaults of ClusterConfig.
@@ -33,6 +38,7 @@ const (
 	DefaultRotateEvery         = 10 * time.Minute
 	DefaultRetainEvery         = 10 * time.Second
 	DefaultSweepApprovalsEvery = time.Minute
+	DefaultDiscoverMCPEvery    = 10 * time.Minute
 )
 
 // ClusterArgs is the once-per-cluster job: one run of one task.
@@ -50,6 +56,7 @@ type ClusterRunner interface {
 	RotateSigningKeys(ctx context.Context) error
 	Retain(ctx context.Context) error
 	SweepApprovals(ctx context.Context) error
+	DiscoverMCP(ctx context.Context) error
 }
 
 // ClusterConfig sets how often each task runs. Zero means the default;
@@ -58,6 +65,7 @@ type ClusterConfig struct {
 	RotateEvery         time.Duration
 	RetainEvery         time.Duration
 	SweepApprovalsEvery time.Duration
+	DiscoverMCPEvery    time.Duration
 }
 
 // Cluster runs Warden's background work once per cluster: as River
@@ -84,6 +92,9 @@ func NewCluster(workers *river.Workers, cfg ClusterConfig) *Cluster {
 	if cfg.SweepApprovalsEvery <= 0 {
 		cfg.SweepApprovalsEvery = DefaultSweepApprovalsEvery
 	}
+	if cfg.DiscoverMCPEvery <= 0 {
+		cfg.DiscoverMCPEvery = DefaultDiscoverMCPEvery
+	}
 	c := &Cluster{cfg: cfg}
 	river.AddWorker(workers, &clusterWorker{c: c})
 	return c
@@ -107,6 +118,7 @@ func (c *Cluster) PeriodicJobs() []*river.PeriodicJob {
 		job(TaskRotateSigningKeys, QueueCluster, c.cfg.RotateEvery),
 		job(TaskRetain, QueueCluster, c.cfg.RetainEvery),
 		job(TaskSweepApprovals, river.QueueDefault, c.cfg.SweepApprovalsEvery),
+		job(TaskDiscoverMCP, river.QueueDefault, c.cfg.DiscoverMCPEvery),
 	}
 }
 
@@ -149,6 +161,8 @@ func (w *clusterWorker) Work(ctx context.Context, job *river.Job[ClusterArgs]) e
 		return (*r).Retain(ctx)
 	case TaskSweepApprovals:
 		return (*r).SweepApprovals(ctx)
+	case TaskDiscoverMCP:
+		return (*r).DiscoverMCP(ctx)
 	}
 	return river.JobCancel(fmt.Errorf("jobs: unknown cluster task %q", job.Args.Task))
 }
@@ -156,7 +170,7 @@ func (w *clusterWorker) Work(ctx context.Context, job *river.Job[ClusterArgs]) e
 // Timeout gives compaction of a long change log room; the other tasks are
 // a few queries, or hand their work on (a resumed call runs on its own).
 func (w *clusterWorker) Timeout(job *river.Job[ClusterArgs]) time.Duration {
-	if job.Args.Task == TaskRetain {
+	if job.Args.Task == TaskRetain || job.Args.Task == TaskDiscoverMCP {
 		return 10 * time.Minute
 	}
 	return time.Minute

@@ -35,6 +35,7 @@ func (r *clusterRunner) Retain(context.Context) error { return r.record(jobs.Tas
 func (r *clusterRunner) SweepApprovals(context.Context) error {
 	return r.record(jobs.TaskSweepApprovals)
 }
+func (r *clusterRunner) DiscoverMCP(context.Context) error { return r.record(jobs.TaskDiscoverMCP) }
 
 // Two replicas on one database run each once-per-cluster task once a
 // period between them, not once each: River's leader inserts the periodic

@@ -58,6 +58,42 @@ and refuses one that already holds an installation.`,
 	f.StringVar(&o.Trace, "trace", "", "write a Go execution trace of the gateway's fixed-rate phase to this file (go tool trace)")
 	f.BoolVar(&o.FixedRateOnly, "fixed-rate-only", false, "run the two fixed-rate phases only (latency, not throughput)")
 	f.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the gateway's saturation phase to this file (go tool pprof)")
-	cmd.AddCommand(gw)
+	cmd.AddCommand(gw, newBenchMCPCmd(a))
+	return cmd
+}
+
+func newBenchMCPCmd(a *app) *cobra.Command {
+	var o bench.Options
+	cmd := &cobra.Command{
+		Use:   "mcp",
+		Short: "Call a read-only MCP echo tool directly and through the MCP gateway's per-agent endpoint; print calls/s, p50/p99 and CPU per call",
+		Long: `Mcp starts a private Warden (control plane, tool gateway and MCP gateway) on the store
+given by --store (default: a fresh SQLite file) and a loopback MCP server (Go SDK,
+streamable HTTP) with one read-only tool, echo. An MCP client (Go SDK) calls
+tools/call of echo directly and through /mcp as an agent, every call authenticated,
+governed by the tool gateway's nine steps and recorded as a ToolCall: at --rate
+calls per second, then at saturation with --concurrency callers, and prints the
+added latency and the gateway's CPU per call (client, gateway and server share
+the process; the direct phase's CPU is subtracted).`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			tuned, err := tuneRuntime(a.env.LookupEnv, o.Store == "" || backend.Embedded(o.Store))
+			if err != nil {
+				return err
+			}
+			defer tuned.stop()
+			fmt.Fprintf(a.env.Stdout, "runtime: %s\n", tuned)
+			_, err = bench.RunMCP(cmd.Context(), o, a.env.Stdout)
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Store, "store", "", "store URL (default a temporary SQLite file)")
+	f.IntVar(&o.Rate, "rate", 500, "calls per second of the fixed-rate phases")
+	f.DurationVar(&o.Duration, "duration", 10*time.Second, "length of each phase")
+	f.IntVar(&o.Concurrency, "concurrency", 64, "closed-loop callers of the saturation phases")
+	f.IntVar(&o.Rules, "rules", 20, "policy rules evaluated on every call")
+	f.BoolVar(&o.FixedRateOnly, "fixed-rate-only", false, "run the two fixed-rate phases only (latency, not throughput)")
+	f.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the gateway's saturation phase to this file (go tool pprof)")
 	return cmd
 }

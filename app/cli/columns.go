@@ -84,12 +84,16 @@ func kindColumns(kind string) (normal, wide []column) {
 			}
 	case resource.KindMCPServer:
 		return []column{
+				{"VERSION", status("server", "version")},
+				{"PIN", mcpPin},
+				{"DRIFT", mcpDrift},
+				{"QUARANTINE", mcpQuarantine},
+				{"TOOLS", func(o *resource.Object) string { return length(lookup(o.Status, "tools")) }},
+			}, []column{
 				{"TRANSPORT", spec("transport")},
 				{"URL", spec("url")},
-				{"PINNED", spec("pinnedVersion")},
-			}, []column{
 				{"TRUST", spec("trustScore")},
-				{"QUARANTINED", spec("quarantined")},
+				{"DISCOVERED", status("discoveredAt")},
 			}
 	case resource.KindPolicy:
 		return []column{

@@ -17,6 +17,8 @@ type app struct {
 	token     string
 	context   string
 	namespace string
+	// mcpPort is up's --mcp-port.
+	mcpPort int
 }
 
 func newRootCmd(env Env) *cobra.Command {
@@ -70,6 +72,7 @@ current context of $WARDEN_HOME/config.yaml (written by 'warden up').`,
 		newRAGCmd(a),
 		newDemoCmd(a),
 		newVersionCmd(a),
+		newMCPCmd(a),
 	)
 	return root
 }

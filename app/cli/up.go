@@ -40,9 +40,13 @@ const defaultControlPort = 8080
 // defaultGatewayPort is the tool gateway's port.
 const defaultGatewayPort = 8081
 
+// defaultMCPPort is the MCP gateway's port.
+const defaultMCPPort = 8082
+
 func newUpCmd(a *app) *cobra.Command {
 	var dataDir, storeURL, listenHost string
 	var port, gatewayPort, changeHistory int
+	var mcpPort int
 	var tlsOpts tlsOptions
 	var people peopleOptions
 	var ragOpts ragOptions
@@ -92,8 +96,15 @@ tokens. Register <public URL>/auth/callback as the redirect URL there.`,
 					return usagef("--public-url %q must be an absolute http(s) URL", people.publicURL)
 				}
 			}
-			if ragOpts.port < 0 || ragOpts.port > 65535 || ragOpts.port == port || (ragOpts.port != 0 && ragOpts.port == gatewayPort) {
-				return usagef("--rag-port %d is not a TCP port (1-65535, 0 for no RAG service) other than --port and --gateway-port", ragOpts.port)
+			if mcpPort < 0 || mcpPort > 65535 || mcpPort != 0 && (mcpPort == port || mcpPort == gatewayPort) {
+				return usagef("--mcp-port %d is not a TCP port (1-65535, 0 for no MCP gateway) other than --port and --gateway-port", mcpPort)
+			}
+			if gatewayPort == 0 {
+				mcpPort = 0 // MCP calls are governed by the tool gateway
+			}
+			a.mcpPort = mcpPort
+			if ragOpts.port < 0 || ragOpts.port > 65535 || ragOpts.port != 0 && (ragOpts.port == port || ragOpts.port == gatewayPort || ragOpts.port == mcpPort) {
+				return usagef("--rag-port %d is not a TCP port (1-65535, 0 for no RAG service) other than --port, --gateway-port and --mcp-port", ragOpts.port)
 			}
 			return a.up(cmd.Context(), dataDir, storeURL, listenHost, port, gatewayPort, changeHistory, tlsOpts, people, ragOpts)
 		},
@@ -107,6 +118,7 @@ tokens. Register <public URL>/auth/callback as the redirect URL there.`,
 	f.IntVar(&ragOpts.port, "rag-port", defaultRAGPort, "port of the RAG service (0: no RAG service)")
 	f.StringVar(&ragOpts.fileRoot, "rag-file-root", "", "directory KnowledgeSources of type file are read under (default <data-dir>/knowledge)")
 	f.StringVar(&ragOpts.embeddingsURL, "rag-embeddings-url", "", "OpenAI-compatible base URL whose /v1/embeddings embeds indexes that name a model (default: none, BM25)")
+	f.IntVar(&mcpPort, "mcp-port", defaultMCPPort, "port of the MCP gateway (0: no MCP gateway)")
 	f.IntVar(&changeHistory, "change-history", server.DefaultChangeHistory, "change-log entries each tenant keeps for watchers that resume (-1: all)")
 	f.StringVar(&tlsOpts.cert, "tls-cert", "", "PEM certificate (chain) to serve every listener over TLS")
 	f.StringVar(&tlsOpts.key, "tls-key", "", "PEM private key of --tls-cert")
@@ -211,6 +223,11 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		return err
 	}
 	defer listeners.Close()
+	if a.mcpPort != 0 {
+		if err := listeners.BindMCP(net.JoinHostPort(listenHost, strconv.Itoa(a.mcpPort))); err != nil {
+			return err
+		}
+	}
 	ragSrv, err := bindRAG(listenHost, ragOpts)
 	if err != nil {
 		return err
@@ -321,6 +338,11 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		gatewayAddr = net.JoinHostPort(listenHost, strconv.Itoa(gatewayPort))
 		gatewayURL = scheme + "://" + net.JoinHostPort(clientHost(listenHost), strconv.Itoa(gatewayPort))
 	}
+	mcpAddr, mcpURL := "", ""
+	if a.mcpPort != 0 {
+		mcpAddr = net.JoinHostPort(listenHost, strconv.Itoa(a.mcpPort))
+		mcpURL = scheme + "://" + net.JoinHostPort(clientHost(listenHost), strconv.Itoa(a.mcpPort))
+	}
 
 	var osTools gateway.OSRunner
 	var sandboxErr error
@@ -351,6 +373,10 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 	}
 	approvals.SetQueue(queue)
 	agboms.SetQueue(queue)
+	compileOpts := manifestURLs(scheme, listenHost, publicURL, gatewayURL)
+	if mcpURL != "" {
+		compileOpts.MCPGatewayURL = mcpURL
+	}
 	srv, err := server.New(server.Config{
 		Queue:          approvals,
 		AgBOMQueue:     agbomQueue(agboms, gatewayPort),
@@ -360,7 +386,8 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		Logger:         logger,
 		ControlAddr:    net.JoinHostPort(listenHost, controlPort),
 		GatewayAddr:    gatewayAddr,
-		Compile:        manifestURLs(scheme, listenHost, publicURL, gatewayURL),
+		Compile:        compileOpts,
+		MCPAddr:        mcpAddr,
 		TLSCertFile:    tlsOpts.cert,
 		TLSKeyFile:     tlsOpts.key,
 		Keyring:        keyring,
@@ -405,6 +432,9 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 	fmt.Fprintf(w, "  control plane + console  %s\n", controlURL)
 	if gatewayURL != "" {
 		fmt.Fprintf(w, "  tool gateway             %s\n", gatewayURL)
+	}
+	if mcpURL != "" {
+		fmt.Fprintf(w, "  MCP gateway              %s (per-agent endpoint %s/mcp)\n", mcpURL, mcpURL)
 	}
 	if ragSrv != nil {
 		fmt.Fprintf(w, "  RAG                      %s\n", ragSrv.url)

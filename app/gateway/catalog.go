@@ -26,6 +26,21 @@ type snapshot struct {
 	tools    map[nsName]*toolEntry
 	agents   map[nsName]*agentEntry
 	policies *policy.Set
+	// mcpServers are the MCPServers with what discovery found; mcpTools
+	// maps (namespace, server, tool on the server) to the gateway's tool.
+	mcpServers map[nsName]*mcpServerEntry
+	mcpTools   map[mcpKey]*toolEntry
+}
+
+// mcpKey addresses a tool on an MCP server.
+type mcpKey struct{ ns, server, tool string }
+
+// mcpServerEntry is an MCPServer as calls see it.
+type mcpServerEntry struct {
+	name string
+	// quarantined says why the server is quarantined; empty when not.
+	quarantined string
+	status      resource.MCPServerStatus
 }
 
 // toolEntry is a Tool with its schemas compiled.
@@ -36,6 +51,10 @@ type toolEntry struct {
 	output *jsonschema.Schema
 	// broken says why the tool's schemas do not compile; calls fail.
 	broken string
+	// name is the tool's name at the gateway.
+	name string
+	// mcp is the discovered definition of an MCP tool, nil otherwise.
+	mcp *resource.MCPToolStatus
 }
 
 // agentEntry is an Agent and the tools of its newest compiled manifest.
@@ -47,6 +66,11 @@ type agentEntry struct {
 	tools map[string]resource.ManifestTool
 	// bound are the agent's spec.policies.
 	bound []string
+	// mcpServers are the MCP servers of the manifest: their discovered
+	// tools are the agent's too.
+	mcpServers map[string]bool
+	// manifestTools are the manifest's tools in order (tools/list).
+	manifestTools []resource.ManifestTool
 }
 
 // catalog caches one snapshot per tenant. A configuration commit on any
@@ -110,10 +134,13 @@ func (c *catalog) get(ctx context.Context, tenant string) (*snapshot, error) {
 }
 
 func (c *catalog) load(ctx context.Context, tenant string) (*snapshot, error) {
-	var tools, agents, manifests, policies []*resource.Object
+	var tools, agents, manifests, policies, servers []*resource.Object
 	err := c.st.View(ctx, tenant, func(ctx context.Context, r store.Reader) error {
 		var err error
 		if tools, err = store.ListAll(ctx, r, resource.KindTool, nil); err != nil {
+			return err
+		}
+		if servers, err = store.ListAll(ctx, r, resource.KindMCPServer, nil); err != nil {
 			return err
 		}
 		if agents, err = store.ListAll(ctx, r, resource.KindAgent, nil); err != nil {
@@ -132,6 +159,7 @@ func (c *catalog) load(ctx context.Context, tenant string) (*snapshot, error) {
 	for _, o := range tools {
 		s.tools[nsName{o.Metadata.Namespace, o.Metadata.Name}] = c.tool(o)
 	}
+	c.loadMCP(s, servers)
 	byName := make(map[nsName]*resource.Object, len(manifests))
 	for _, m := range manifests {
 		byName[nsName{m.Metadata.Namespace, m.Metadata.Name}] = m
@@ -155,6 +183,11 @@ func (c *catalog) load(ctx context.Context, tenant string) (*snapshot, error) {
 				for _, t := range ms.Tools {
 					ae.tools[t.Name] = t
 				}
+				ae.manifestTools = ms.Tools
+				ae.mcpServers = make(map[string]bool, len(ms.MCPServers))
+				for _, m := range ms.MCPServers {
+					ae.mcpServers[m.Name] = true
+				}
 			}
 		}
 		s.agents[nsName{o.Metadata.Namespace, o.Metadata.Name}] = ae
@@ -177,7 +210,7 @@ func (c *catalog) tool(o *resource.Object) *toolEntry {
 	if ok {
 		return te
 	}
-	te = &toolEntry{obj: o}
+	te = &toolEntry{obj: o, name: o.Metadata.Name}
 	spec, err := resource.DecodeSpec[resource.ToolSpec](o)
 	if err != nil {
 		te.broken = err.Error()

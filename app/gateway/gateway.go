@@ -68,7 +68,9 @@ type OSResult struct {
 	Duration  time.Duration
 }
 
-// MCPCaller calls a tool of an MCP server (the MCP gateway).
+// MCPCaller calls a tool of an MCP server (the MCP gateway). A tool that
+// answers with an error result returns that result with an
+// apierr.Error (ToolFailed); both are recorded.
 type MCPCaller interface {
 	CallTool(ctx context.Context, tenant, namespace, server, tool string, input map[string]any) (any, error)
 }

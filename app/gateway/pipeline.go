@@ -34,6 +34,9 @@ type CallRequest struct {
 
 	// IdempotencyKey is the Idempotency-Key header; empty derives the key.
 	IdempotencyKey string `json:"-"`
+	// MCP names the tool by its MCP server and its name there (calls
+	// through the MCP gateway); Tool is then filled in by step 1.
+	MCP *MCPTarget `json:"-"`
 	// aosExecution is the AOS executionId of a function tool's call.
 	aosExecution string
 	// replayOf names the call a replay repeats.

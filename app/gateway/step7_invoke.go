@@ -52,7 +52,8 @@ func (c *call) invoke(ctx context.Context) (*result, error) {
 		out, err := c.g.cfg.MCP.CallTool(ctx, c.p.Tenant, c.p.Namespace, spec.MCP.Server, spec.MCP.Tool, c.input)
 		if err != nil {
 			if e, ok := apierr.As(err); ok {
-				return &result{failure: e, cost: -1}, nil
+				// A tool that answered with isError keeps its result.
+				return &result{failure: e, output: out, cost: -1}, nil
 			}
 			return &result{failure: apierr.New(apierr.CodeToolFailed, "MCP tool %s/%s failed: %s", spec.MCP.Server, spec.MCP.Tool, err), cost: -1}, nil
 		}

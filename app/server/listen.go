@@ -14,6 +14,8 @@ type Listeners struct {
 	// Control is the control plane's; Gateway the tool gateway's, nil when
 	// the gateway is off.
 	Control, Gateway net.Listener
+	// MCP is the MCP gateway's (BindMCP), nil when it is off.
+	MCP net.Listener
 }
 
 // BindError is a listener that could not be bound.
@@ -62,7 +64,7 @@ func (ls *Listeners) Close() {
 	if ls == nil {
 		return
 	}
-	for _, l := range []net.Listener{ls.Control, ls.Gateway} {
+	for _, l := range []net.Listener{ls.Control, ls.Gateway, ls.MCP} {
 		if l != nil {
 			_ = l.Close()
 		}
@@ -95,5 +97,6 @@ func (s *Server) ServeListeners(ctx context.Context, ls *Listeners) error {
 		gln = tls.NewListener(gln, tlsCfg)
 	}
 	s.log.InfoContext(ctx, "tool gateway listening", "addr", gln.Addr().String(), "tls", tlsCfg != nil)
+	s.useMCPListener(ctx, ls.MCP, tlsCfg)
 	return s.ServeAll(ctx, ln, gln)
 }

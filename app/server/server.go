@@ -26,6 +26,7 @@ import (
 	"github.com/warden-dev/warden/app/events"
 	"github.com/warden-dev/warden/app/gateway"
 	"github.com/warden-dev/warden/app/listener"
+	"github.com/warden-dev/warden/app/mcp"
 	"github.com/warden-dev/warden/app/oidc"
 	"github.com/warden-dev/warden/app/policy"
 	"github.com/warden-dev/warden/app/resource"
@@ -113,6 +114,9 @@ type Config struct {
 	// every listener (zero fields: listener's defaults).
 	Timeouts listener.Timeouts
 	Now      func() time.Time
+	// MCPAddr is the MCP gateway listener (app/mcp); "" serves none. It
+	// needs the tool gateway, which governs its calls.
+	MCPAddr string
 }
 
 // WithDefaults returns a copy of c with defaults filled in.
@@ -170,6 +174,11 @@ func (c Config) Validate() error {
 	}
 	if err := CheckTransport(c.ControlAddr, c.TLSCertFile != "", c.AllowPlaintext); err != nil {
 		return err
+	}
+	if c.MCPAddr != "" {
+		if err := CheckTransport(c.MCPAddr, c.TLSCertFile != "", c.AllowPlaintext); err != nil {
+			return err
+		}
 	}
 	if c.GatewayAddr != GatewayOff {
 		return CheckTransport(c.GatewayAddr, c.TLSCertFile != "", c.AllowPlaintext)
@@ -234,6 +243,9 @@ type Server struct {
 	console *web.Console
 	// gateway is the tool gateway; nil with GatewayAddr "off".
 	gateway *gateway.Gateway
+	// mcp is the MCP gateway and mcpLn its listener; nil without MCPAddr.
+	mcp   *mcp.Service
+	mcpLn net.Listener
 	// agbom serves and regenerates AgBOMs; stopAgBOM ends its event
 	// subscription.
 	agbom     *agbom.Service
@@ -312,17 +324,28 @@ func New(cfg Config) (*Server, error) {
 		if people != nil {
 			gwVerifiers = append(gwVerifiers, people.Verifier())
 		}
-		gw, err := gateway.New(gateway.Config{
+		gwCfg := gateway.Config{
 			Store: cfg.Store, Policies: policies, Authn: auth.NewAuthenticator(cfg.Store, cfg.Now, gwVerifiers...), Authz: az,
 			Secrets: secret.NewBroker(cfg.Keyring), OS: cfg.Sandbox, Guardians: cfg.Guardians, Queue: cfg.Queue, Bus: bus,
 			Tracer: cfg.Tracer, URL: cfg.Compile.ToolGatewayURL, Logger: cfg.Logger, Now: cfg.Now,
 			Timeouts: cfg.Timeouts,
-		})
+		}
+		if cfg.MCPAddr != "" {
+			if err := s.newMCP(issuer, people, bus); err != nil {
+				cancel()
+				return nil, err
+			}
+			gwCfg.MCP = s.mcp
+		}
+		gw, err := gateway.New(gwCfg)
 		if err != nil {
 			cancel()
 			return nil, fmt.Errorf("tool gateway: %w", err)
 		}
 		s.gateway = gw
+		if s.mcp != nil {
+			s.mcp.Bind(gw)
+		}
 	}
 	if err := s.buildConsole(); err != nil {
 		cancel()
@@ -418,6 +441,9 @@ func (s *Server) closeGateway() {
 	if s.gateway != nil {
 		s.gateway.Close()
 	}
+	if s.mcp != nil {
+		s.mcp.Close()
+	}
 }
 
 // Gateway returns the tool gateway, nil when it is off.
@@ -446,6 +472,12 @@ func (s *Server) ListenAndServe(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if s.mcp != nil && s.gateway != nil {
+		if err := ls.BindMCP(s.cfg.MCPAddr); err != nil {
+			ls.Close()
+			return err
+		}
+	}
 	return s.ServeListeners(ctx, ls)
 }
 
@@ -459,8 +491,12 @@ func (s *Server) ServeAll(ctx context.Context, ln, gln net.Listener) error {
 		gerr <- s.gateway.Serve(ctx, gln)
 		cancel()
 	}()
+	merr := s.serveMCP(ctx, cancel)
 	err := s.serveControl(ctx, ln)
 	cancel()
+	if e := <-merr; err == nil && e != nil {
+		err = fmt.Errorf("MCP gateway: %w", e)
+	}
 	// The gateway's listener is drained (its calls in flight finished)
 	// before its recorder stops.
 	e := <-gerr

@@ -27,6 +27,7 @@ const (
 	AudienceToolGateway  = "warden:tool-gateway"
 	AudienceControlPlane = "warden:control-plane"
 	AudienceModelRouter  = "warden:model-router"
+	AudienceMCPGateway   = "warden:mcp-gateway"
 	// AudienceRAG is the RAG service's (app/rag).
 	AudienceRAG = "warden:rag"
 )

@@ -1,0 +1,248 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/warden-dev/warden/app/auth"
+	"github.com/warden-dev/warden/app/server"
+	"github.com/warden-dev/warden/app/store/backend"
+	"github.com/warden-dev/warden/app/workload"
+)
+
+// RunMCP is `warden bench mcp` (make bench-mcp): tools/call of a read-only
+// echo tool of a loopback MCP server (Go SDK, streamable HTTP), called
+// directly and through the MCP gateway's per-agent endpoint /mcp (every
+// call authenticated, governed by the tool gateway's nine steps and
+// recorded as a ToolCall), at o.Rate calls per second and at saturation.
+// It prints both and the difference.
+func RunMCP(ctx context.Context, o Options, w io.Writer) ([]Result, error) {
+	o = o.WithDefaults()
+	echo, echoURL, err := startEcho()
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = echo.Close() }()
+	storeURL := o.Store
+	if storeURL == "" {
+		dir, err := os.MkdirTemp("", "warden-bench-mcp-")
+		if err != nil {
+			return nil, err
+		}
+		defer func() { _ = os.RemoveAll(dir) }()
+		storeURL = "sqlite://" + filepath.Join(dir, "warden.db")
+	}
+	st, err := backend.Open(ctx, storeURL, backend.Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = st.Close() }()
+	admin, _, err := server.Bootstrap(ctx, st, nil)
+	if err != nil {
+		return nil, err
+	}
+	if admin == "" {
+		return nil, errors.New("bench: the store already holds a Warden installation; give the benchmark a fresh database of its own")
+	}
+	srv, err := server.New(server.Config{Store: st, Logger: slog.New(slog.DiscardHandler), MCPAddr: "127.0.0.1:0"})
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	gln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	mln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 2)
+	go func() { done <- srv.ServeAll(sctx, ln, gln) }()
+	go func() { done <- srv.MCP().Serve(sctx, mln) }()
+	defer func() {
+		cancel()
+		<-done
+		<-done
+	}()
+	cp := "http://" + ln.Addr().String()
+	if err := apply(ctx, cp, admin, mcpFixture(echoURL, o.Rules)); err != nil {
+		return nil, err
+	}
+	if _, err := srv.MCP().Discover(ctx, auth.SystemPrincipal(server.LocalTenant), "default", "echo"); err != nil {
+		return nil, fmt.Errorf("discover the echo server: %w", err)
+	}
+	token, _, err := srv.Issuer().Issue(ctx, workload.IssueParams{Tenant: server.LocalTenant, Namespace: "default",
+		Agent: "bench-bot", Environment: "dev", Audience: workload.AudienceMCPGateway})
+	if err != nil {
+		return nil, err
+	}
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConns: 1024, MaxIdleConnsPerHost: 1024, IdleConnTimeout: time.Minute}}
+	direct, err := connectMCP(ctx, echoURL, &http.Client{Transport: hc.Transport})
+	if err != nil {
+		return nil, fmt.Errorf("connect to the echo server: %w", err)
+	}
+	defer func() { _ = direct.Close() }()
+	viaGW, err := connectMCP(ctx, "http://"+mln.Addr().String()+"/mcp", &http.Client{Transport: bearer{token, hc.Transport}})
+	if err != nil {
+		return nil, fmt.Errorf("connect to the MCP gateway: %w", err)
+	}
+	defer func() { _ = viaGW.Close() }()
+	var seq atomic.Int64
+	call := func(cs *sdk.ClientSession, name string) func(context.Context) error {
+		return func(ctx context.Context) error {
+			res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: map[string]any{"text": fmt.Sprintf("hello %d", seq.Add(1))}})
+			if err != nil {
+				return err
+			}
+			if res.IsError {
+				return fmt.Errorf("tool error: %+v", res.Content)
+			}
+			return nil
+		}
+	}
+	directCall, governed := call(direct, "echo"), call(viaGW, "echo.echo")
+	for range 200 {
+		if err := governed(ctx); err != nil {
+			return nil, fmt.Errorf("warm-up call through the MCP gateway: %w", err)
+		}
+	}
+	var out []Result
+	for _, ph := range []struct {
+		name string
+		fn   func(context.Context) error
+		rate bool
+	}{
+		{"direct, fixed rate", directCall, true},
+		{"gateway, fixed rate", governed, true},
+		{"direct, saturation", directCall, false},
+		{"gateway, saturation", governed, false},
+	} {
+		if o.FixedRateOnly && !ph.rate {
+			continue
+		}
+		stopProfile := func() {}
+		if !ph.rate && ph.fn != nil && strings.HasPrefix(ph.name, "gateway") {
+			if stopProfile, err = startProfile(o.CPUProfile); err != nil {
+				return nil, err
+			}
+		}
+		cpu := processCPU()
+		var r Result
+		if ph.rate {
+			r = fixedRate(ctx, ph.fn, o.Rate, o.Duration)
+		} else {
+			r = saturate(ctx, ph.fn, o.Concurrency, o.Duration)
+		}
+		r.CPU = processCPU() - cpu
+		stopProfile()
+		r.Name = ph.name
+		out = append(out, r)
+	}
+	scheme, _, _ := strings.Cut(storeURL, "://")
+	fmt.Fprintf(w, "MCP gateway benchmark (tools/call of a read-only echo tool, per-agent endpoint /mcp): store %s, %d policy rules, %d-second phases, %d CPUs\n",
+		scheme, o.Rules, int(o.Duration.Seconds()), runtimeCPUs())
+	fmt.Fprintf(w, "%-22s %10s %10s %10s %10s %10s %8s\n", "phase", "calls", "calls/s", "p50", "p99", "cpu/call", "errors")
+	for _, r := range out {
+		fmt.Fprintf(w, "%-22s %10d %10.0f %10s %10s %10s %8d\n", r.Name, r.Calls, r.PerSecond(), ms(r.P50), ms(r.P99), us(r.CPUPerCall()), r.Errors)
+	}
+	fmt.Fprintf(w, "added latency at %d calls/s: p50 %s, p99 %s; gateway CPU per call at %d calls/s: %s", o.Rate,
+		ms(out[1].P50-out[0].P50), ms(out[1].P99-out[0].P99), o.Rate, us(out[1].CPUPerCall()-out[0].CPUPerCall()))
+	if len(out) == 4 {
+		fmt.Fprintf(w, "\ngoverned throughput at saturation: %.0f calls/s; gateway CPU per call at saturation: %s (client, gateway and server share this process; the direct phase's CPU is subtracted)\n",
+			out[3].PerSecond(), us(out[3].CPUPerCall()-out[2].CPUPerCall()))
+	} else {
+		fmt.Fprintln(w)
+	}
+	return out, nil
+}
+
+// bearer adds the workload token to every request of the MCP client.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}
+
+func connectMCP(ctx context.Context, url string, hc *http.Client) (*sdk.ClientSession, error) {
+	c := sdk.NewClient(&sdk.Implementation{Name: "warden-bench", Version: "1"}, nil)
+	return c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: hc, DisableStandaloneSSE: true}, nil)
+}
+
+// startEcho serves an MCP server with one read-only tool, echo.
+func startEcho() (*http.Server, string, error) {
+	s := sdk.NewServer(&sdk.Implementation{Name: "echo", Version: "1.0.0"}, nil)
+	type in struct {
+		Text string `json:"text"`
+	}
+	sdk.AddTool(s, &sdk.Tool{Name: "echo", Description: "Echo the text back.", Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}},
+		func(_ context.Context, _ *sdk.CallToolRequest, v in) (*sdk.CallToolResult, any, error) {
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: v.Text}}}, nil, nil
+		})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, "", err
+	}
+	srv := &http.Server{Handler: sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, nil), ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return srv, "http://" + ln.Addr().String(), nil
+}
+
+// mcpFixture is the benchmark's tenant: the echo MCP server, an agent that
+// uses it and a policy of n rules that never fire.
+func mcpFixture(url string, n int) string {
+	var rules strings.Builder
+	for i := range n {
+		fmt.Fprintf(&rules, "    - name: r%d\n      when: 'tool.name == \"other.tool%d\" && has(input.q) && input.q < 0'\n      action: deny\n", i, i)
+	}
+	return `apiVersion: warden.dev/v1alpha1
+kind: Model
+metadata: {name: m1}
+spec: {provider: openai, model: gpt-4o, capabilities: {toolUse: true}}
+---
+apiVersion: warden.dev/v1alpha1
+kind: MCPServer
+metadata: {name: echo}
+spec: {url: "` + url + `"}
+---
+apiVersion: warden.dev/v1alpha1
+kind: Agent
+metadata: {name: bench-bot}
+spec:
+  framework: {adapter: openai-agents, version: 0.4.2}
+  modelRoute: {primary: m1}
+  mcpServers: [{name: echo}]
+---
+apiVersion: warden.dev/v1alpha1
+kind: Deployment
+metadata: {name: bench-bot-dev}
+spec: {agentRef: {name: bench-bot}, environment: dev}
+---
+apiVersion: warden.dev/v1alpha1
+kind: Policy
+metadata: {name: bench-rules}
+spec:
+  rules:
+` + rules.String()
+}
