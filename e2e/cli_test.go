@@ -460,7 +460,7 @@ func startUpWith(t *testing.T, vars map[string]string) *upProcess {
 			gwURL: "http://127.0.0.1:" + strconv.Itoa(gatewayPort)}
 		go func() {
 			p.done <- cli.RunWith(ctx, env(vars, "", &p.out, &p.errb),
-				[]string{"warden", "up", "--port", strconv.Itoa(port), "--gateway-port", strconv.Itoa(gatewayPort)})
+				[]string{"warden", "up", "--port", strconv.Itoa(port), "--gateway-port", strconv.Itoa(gatewayPort), "--rag-port", "0"})
 		}()
 		err = p.waitHealthy()
 		if err == nil {

@@ -74,9 +74,10 @@ func TestUpOnABusyPortChangesNothing(t *testing.T) {
 		args []string
 		hint string
 	}{
-		{"control plane port", []string{"--port", busyPort, "--gateway-port", "0"}, "choose another port with --port"},
-		{"gateway port", []string{"--port", freePort(t), "--gateway-port", busyPort}, "choose another port with --gateway-port"},
-		{"missing TLS files", []string{"--port", freePort(t), "--gateway-port", "0", "--tls-cert", "/nonexistent/tls.crt", "--tls-key", "/nonexistent/tls.key"},
+		{"control plane port", []string{"--port", busyPort, "--gateway-port", "0", "--rag-port", "0"}, "choose another port with --port"},
+		{"gateway port", []string{"--port", freePort(t), "--gateway-port", busyPort, "--rag-port", "0"}, "choose another port with --gateway-port"},
+		{"RAG port", []string{"--port", freePort(t), "--gateway-port", "0", "--rag-port", busyPort}, "choose another port with --rag-port"},
+		{"missing TLS files", []string{"--port", freePort(t), "--gateway-port", "0", "--rag-port", "0", "--tls-cert", "/nonexistent/tls.crt", "--tls-key", "/nonexistent/tls.key"},
 			"load TLS certificate /nonexistent/tls.crt"},
 	}
 	for _, tc := range cases {
@@ -103,12 +104,12 @@ func TestUpOnABusyPortChangesNothing(t *testing.T) {
 func TestUpSaysEachThingOnceBeforeServing(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
-	port := freePort(t)
+	port, ragPort := freePort(t), freePort(t)
 	var out syncBuffer // stdout and the log, in the order they were written
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan int, 1)
 	go func() {
-		done <- RunWith(ctx, upEnv(home, &out, &out), []string{"warden", "up", "--port", port, "--gateway-port", freePort(t)})
+		done <- RunWith(ctx, upEnv(home, &out, &out), []string{"warden", "up", "--port", port, "--gateway-port", freePort(t), "--mcp-port", freePort(t), "--rag-port", ragPort})
 	}()
 	require.Eventually(t, func() bool { return strings.Contains(out.String(), "Press Ctrl-C to stop.") }, 60*time.Second, 10*time.Millisecond,
 		"up never said it was serving:\n%s", out.String())
@@ -128,6 +129,8 @@ func TestUpSaysEachThingOnceBeforeServing(t *testing.T) {
 		require.Less(t, strings.Index(text, line), ready, "migration %d is logged before Press Ctrl-C", v)
 	}
 	require.NotContains(t, text, "rivermigrate")
+	require.Equal(t, 1, strings.Count(text, "  RAG                      http://127.0.0.1:"+ragPort+"\n"), "the RAG service is announced once:\n%s", text)
+	require.Less(t, strings.Index(text, "  RAG  "), ready)
 	// Where the sandbox cannot run, it is said once, in the summary.
 	require.NotContains(t, text, "OS tools are unavailable")
 	require.LessOrEqual(t, strings.Count(text, "OS tool sandbox"), 1)

@@ -21,8 +21,10 @@ func seedChunks(b *testing.B, st store.Store, tenant string, n int) {
 		vocab[i] = fmt.Sprintf("w%04d", i)
 	}
 	const perDoc = 50
-	for d := 0; d < n/perDoc; d++ {
-		err := st.Update(context.Background(), tenant, func(ctx context.Context, tx store.Tx) error {
+	// One transaction for everything: the embedded store commits (and
+	// syncs) once, not once per document.
+	err := st.Update(context.Background(), tenant, func(ctx context.Context, tx store.Tx) error {
+		for d := 0; d < n/perDoc; d++ {
 			deltas := map[string]int64{}
 			for c := range perDoc {
 				words := make([]string, 120)
@@ -45,11 +47,14 @@ func seedChunks(b *testing.B, st store.Store, tenant string, n int) {
 				Document: fmt.Sprint("doc-", d), Hash: fmt.Sprint(d), Chunks: perDoc}); err != nil {
 				return err
 			}
-			return tx.RAGTermAdjust(ctx, "default", "bench", deltas)
-		})
-		if err != nil {
-			b.Fatal(err)
+			if err := tx.RAGTermAdjust(ctx, "default", "bench", deltas); err != nil {
+				return err
+			}
 		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
 	}
 }
 
