@@ -12,7 +12,7 @@ import (
 )
 
 // seedChunks writes n chunks of generated text (a vocabulary of 5,000
-// words, 120 words a chunk) straight into index "bench" of tenant.
+// words, 40 words a chunk) straight into index "bench" of tenant.
 func seedChunks(b *testing.B, st store.Store, tenant string, n int) {
 	b.Helper()
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -27,7 +27,7 @@ func seedChunks(b *testing.B, st store.Store, tenant string, n int) {
 		for d := 0; d < n/perDoc; d++ {
 			deltas := map[string]int64{}
 			for c := range perDoc {
-				words := make([]string, 120)
+				words := make([]string, 40)
 				for i := range words {
 					// Zipf-like: low word numbers are common.
 					words[i] = vocab[int(float64(len(vocab))*rng.Float64()*rng.Float64())]

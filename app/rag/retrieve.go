@@ -113,6 +113,8 @@ func (s *Service) Retrieve(ctx context.Context, tenant, namespace string, req Re
 	)
 	terms := queryTerms(req.Query)
 	ranking := RankingBM25
+	var embedded []store.RAGChunk
+	model := ""
 	err := s.cfg.Store.View(ctx, tenant, func(ctx context.Context, r store.Reader) error {
 		var err error
 		if spec, err = getIndex(ctx, r, namespace, req.Index); err != nil {
@@ -126,32 +128,40 @@ func (s *Service) Retrieve(ctx context.Context, tenant, namespace string, req Re
 		for _, d := range ds {
 			docs[docKey{d.Source, d.Document}] = d
 		}
-		if model := s.embeddingModel(spec); model != "" {
-			chunks, err := r.RAGChunkList(ctx, store.RAGChunkQuery{Namespace: namespace, Index: req.Index, Sources: req.Filter.Sources})
-			if err != nil {
-				return err
-			}
-			if len(chunks) > 0 && allEmbedded(chunks) {
-				vs, err := s.cfg.Embedder.Embed(ctx, model, []string{req.Query})
-				if err == nil {
-					ranking, cands = RankingCosine, rankCosine(chunks, vs[0])
-					return nil
-				}
-				s.log.WarnContext(ctx, "RAG query embedding failed; ranking with BM25", "index", req.Index, "err", err)
-			}
+		if model = s.embeddingModel(spec); model != "" {
+			embedded, err = r.RAGChunkList(ctx, store.RAGChunkQuery{Namespace: namespace, Index: req.Index, Sources: req.Filter.Sources})
 		}
-		if stats, err = r.RAGTermStats(ctx, namespace, req.Index, terms); err != nil {
-			return err
-		}
-		postings, err := r.RAGPostingList(ctx, store.RAGPostingQuery{Namespace: namespace, Index: req.Index, Terms: terms, Sources: req.Filter.Sources})
-		if err != nil {
-			return err
-		}
-		cands = RankBM25(postings, terms, stats)
-		return nil
+		return err
 	})
 	if err != nil {
 		return nil, err
+	}
+	// The query is embedded outside any transaction: a slow embeddings
+	// endpoint must not hold a read snapshot open.
+	if model != "" && len(embedded) > 0 && allEmbedded(embedded) {
+		vs, err := s.cfg.Embedder.Embed(ctx, model, []string{req.Query})
+		if err == nil {
+			ranking, cands = RankingCosine, rankCosine(embedded, vs[0])
+		} else {
+			s.log.WarnContext(ctx, "RAG query embedding failed; ranking with BM25", "index", req.Index, "err", err)
+		}
+	}
+	if ranking == RankingBM25 {
+		err := s.cfg.Store.View(ctx, tenant, func(ctx context.Context, r store.Reader) error {
+			var err error
+			if stats, err = r.RAGTermStats(ctx, namespace, req.Index, terms); err != nil {
+				return err
+			}
+			postings, err := r.RAGPostingList(ctx, store.RAGPostingQuery{Namespace: namespace, Index: req.Index, Terms: terms, Sources: req.Filter.Sources})
+			if err != nil {
+				return err
+			}
+			cands = RankBM25(postings, terms, stats)
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
 	}
 	topK := req.TopK
 	if topK == 0 {
