@@ -193,7 +193,3 @@ func (b *bundle) do(method, path, token string, body any) resp {
 	_ = json.Unmarshal(raw, &r.body)
 	return r
 }
-
-func openBenchStore(b *testing.B) (store.Store, error) {
-	return backend.Open(context.Background(), "sqlite://"+b.TempDir()+"/bench.db", backend.Options{})
-}
