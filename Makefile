@@ -33,7 +33,7 @@ BENCHTIME ?= 1s
 IMAGE     ?= warden:dev
 RUN_ARGS  ?= up
 
-.PHONY: help build test lint bench bench-gateway bench-mcp fuzz run docker generate-free generate-check tools test-deps check-postgres
+.PHONY: help build test lint bench bench-gateway bench-router bench-mcp bench-otlp soak fuzz run docker generate-free generate-check tools test-deps check-postgres
 
 help: ## List the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-15s %s\n", $$1, $$2}'
@@ -82,6 +82,24 @@ bench-gateway: build ## Load-test the tool gateway (SQLite and Postgres): calls/
 	./warden bench gateway --rate $(GATEWAY_BENCH_RATE) --duration $(GATEWAY_BENCH_DURATION) \
 		--store "$$(echo "$$TEST_DATABASE_URL" | sed -E "s#/[^/?]+(\?|$$)#/$$db\1#")"
 
+# bench-router sends a chat completion to a local provider directly and
+# through the model router: added p50 at 500/s, p99 at 2,000/s, calls/s on
+# one core, first streamed chunk (docs/performance.md).
+ROUTER_BENCH_DURATION ?= 10s
+bench-router: build ## Load-test the model router on one core: added p50/p99, calls/s, first chunk.
+	./warden bench router --duration $(ROUTER_BENCH_DURATION) --cpus 1
+
+# bench-otlp sends agent traces to the trace service over OTLP/gRPC in
+# exports of 512 spans, on SQLite and on Postgres (a fresh database on
+# TEST_DATABASE_URL's server), and times trace reads and toolcalls top.
+OTLP_BENCH_DURATION ?= 10s
+OTLP_BENCH_SENDERS  ?= 8
+bench-otlp: build ## Load-test the trace service (SQLite and Postgres): spans/s, GET /v1/traces/{id}, toolcalls top.
+	./warden bench otlp --duration $(OTLP_BENCH_DURATION) --senders $(OTLP_BENCH_SENDERS)
+	@db="warden_bench_$$$$"; \
+	psql "$$TEST_DATABASE_URL" -qc "CREATE DATABASE $$db" && \
+	trap 'psql "$$TEST_DATABASE_URL" -qc "DROP DATABASE IF EXISTS $$db WITH (FORCE)"' EXIT && \
+	./warden bench otlp --duration $(OTLP_BENCH_DURATION) --senders $(OTLP_BENCH_SENDERS) \
 # bench-mcp calls a read-only MCP echo tool directly and through the MCP
 # gateway's per-agent endpoint, on SQLite and on Postgres.
 MCP_BENCH_RATE     ?= 500
@@ -93,6 +111,14 @@ bench-mcp: build ## Load-test the MCP gateway (SQLite and Postgres): added p50, 
 	trap 'psql "$$TEST_DATABASE_URL" -qc "DROP DATABASE IF EXISTS $$db WITH (FORCE)"' EXIT && \
 	./warden bench mcp --rate $(MCP_BENCH_RATE) --duration $(MCP_BENCH_DURATION) \
 		--store "$$(echo "$$TEST_DATABASE_URL" | sed -E "s#/[^/?]+(\?|$$)#/$$db\1#")"
+
+# soak drives governed calls on the embedded store for SOAK_DURATION with a
+# minute of retention and prints the store's size as it levels off (not in
+# CI: it takes a quarter of an hour).
+SOAK_RATE     ?= 200
+SOAK_DURATION ?= 15m
+soak: build ## Soak the embedded store: governed calls for 15 minutes, its size printed as retention levels it off.
+	./warden bench soak --rate $(SOAK_RATE) --duration $(SOAK_DURATION)
 
 fuzz: ## Run every fuzz target for FUZZTIME each (default 10s).
 	@found=0; \
@@ -151,6 +177,10 @@ test-deps: tools ## Install what the tests need when missing: a C compiler for -
 	@if ! command -v bwrap >/dev/null 2>&1; then \
 		echo "installing bubblewrap (the OS tool sandbox runs commands under bwrap)"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends bubblewrap; \
+	fi
+	@if [ ! -f "$$HOME/.cache/warden/axe/node_modules/axe-core/axe.min.js" ]; then \
+		echo "installing axe-core (the approval browser test checks accessibility with it)"; \
+		npm install --no-audit --no-fund --prefix "$$HOME/.cache/warden/axe" axe-core@4.10.3 >/dev/null; \
 	fi
 
 check-postgres: ## Fail loudly unless PostgreSQL answers at TEST_DATABASE_URL.

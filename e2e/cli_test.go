@@ -452,15 +452,21 @@ func startUpWith(t *testing.T, vars map[string]string) *upProcess {
 		gln, err := net.Listen("tcp", "127.0.0.1:0")
 		require.NoError(t, err)
 		gatewayPort := gln.Addr().(*net.TCPAddr).Port
+		// The MCP gateway too: parallel tests cannot share its default port.
+		mln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		mcpPort := mln.Addr().(*net.TCPAddr).Port
 		require.NoError(t, ln.Close())
 		require.NoError(t, gln.Close())
+		require.NoError(t, mln.Close())
 
 		ctx, cancel := context.WithCancel(t.Context())
 		p := &upProcess{cancel: cancel, done: make(chan int, 1), url: "http://127.0.0.1:" + strconv.Itoa(port),
 			gwURL: "http://127.0.0.1:" + strconv.Itoa(gatewayPort)}
 		go func() {
 			p.done <- cli.RunWith(ctx, env(vars, "", &p.out, &p.errb),
-				[]string{"warden", "up", "--port", strconv.Itoa(port), "--gateway-port", strconv.Itoa(gatewayPort), "--rag-port", "0"})
+				[]string{"warden", "up", "--port", strconv.Itoa(port), "--gateway-port", strconv.Itoa(gatewayPort), "--mcp-port", strconv.Itoa(mcpPort),
+					"--memory-port", "0", "--trace-port", "0", "--otlp-http-port", "0", "--otlp-grpc-port", "0", "--router-port", "0", "--rag-port", "0"})
 		}()
 		err = p.waitHealthy()
 		if err == nil {

@@ -28,6 +28,7 @@ import (
 	"golang.org/x/oauth2"
 	"golang.org/x/text/language"
 
+	appaudit "github.com/warden-dev/warden/app/audit"
 	"github.com/warden-dev/warden/app/auth"
 	"github.com/warden-dev/warden/app/oidc"
 	"github.com/warden-dev/warden/app/server"
@@ -243,6 +244,9 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.SendKeys(css(`#username`), "ada@acme.test"),
 		chromedp.SendKeys(css(`#password`), opPassword),
 		chromedp.Click(css(`button[type=submit]`)),
+		// The owner may decide approvals: they land on the inbox.
+		chromedp.WaitVisible(css(`#inbox`)),
+		chromedp.Navigate(base+"/members"),
 		chromedp.WaitVisible(css(`#members-region`)),
 	)
 	require.Contains(t, text(`#members-region`), "ada@acme.test")
@@ -379,6 +383,9 @@ func TestConsoleOIDCCodeFlowInBrowser(t *testing.T) {
 		chromedp.SendKeys(css(`#username`), "alice@acme.example"),
 		chromedp.SendKeys(css(`#password`), opPassword),
 		chromedp.Click(css(`button[type=submit]`)),
+		// The owner may decide approvals: they land on the inbox.
+		chromedp.WaitVisible(css(`#inbox`)),
+		chromedp.Navigate(base+"/members"),
 		chromedp.WaitVisible(css(`#members-region`)),
 	)
 	members, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`#members-region`)))
@@ -386,6 +393,14 @@ func TestConsoleOIDCCodeFlowInBrowser(t *testing.T) {
 	require.Contains(t, members, "alice@acme.example")
 	require.Contains(t, members, "active", "the first sign-in activates the member")
 	checkCSP(t, ctx, "/members after the code flow")
+	var signins []appaudit.Record
+	require.NoError(t, st.View(context.Background(), "acme", func(ctx context.Context, r store.Reader) error {
+		var err error
+		signins, err = r.AuditList(ctx, store.AuditListParams{Verb: "signin", Limit: 10})
+		return err
+	}))
+	require.Len(t, signins, 1, "the sign-in is audited")
+	require.Equal(t, "user:alice@acme.example", signins[0].Actor)
 	screenshot(t, ctx, "oidc-members")
 
 	do("create a key",

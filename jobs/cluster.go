@@ -18,8 +18,9 @@ const QueueCluster = "warden_cluster"
 const (
 	// TaskRotateSigningKeys rotates the workload signing key when due.
 	TaskRotateSigningKeys = "rotate-signing-keys"
-	// TaskRetain compacts the change logs and sweeps the gateway's
-	// idempotency claims and usage counters.
+	// TaskRetain compacts the change logs, sweeps the gateway's
+	// idempotency claims and usage counters and applies each tenant's
+	// retention (server.RetainTenants).
 	TaskRetain = "retain"
 	// TaskSweepApprovals resumes approved calls that never started,
 	// expires overdue approvals and ends interrupted calls, whichever

@@ -1,7 +1,13 @@
-// Package notifications will hold the senders that reach people outside the
-// console: e-mail, webhooks and chat, used first to ask approvers for a
-// decision on a paused tool call.
+// Package notifications reaches approvers where they are: it announces a
+// paused tool call's Approval by e-mail (SMTP), Standard Webhooks and
+// Slack-compatible chat, and takes decisions back from each of them.
 //
-// Nothing lives here yet: senders arrive with the approval work of a later
-// issue.
+// A NotificationChannel resource (in the approval's namespace, selected by
+// environment and side-effect class) says who is told and how. Service.
+// AnnounceTx enqueues one River job per channel and recipient in the store
+// transaction that creates the Approval (jobs.Notifications.EnqueueTx);
+// the job calls Service.Deliver, which sends and records every attempt in
+// the store (store.Delivery). Decisions that come back (an e-mail link's
+// page, a signed webhook, a Slack interaction) go through the gateway's
+// Decide, the path of the API, with the channel named in the audit record.
 package notifications

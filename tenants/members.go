@@ -82,6 +82,11 @@ func (s *Service) Invite(ctx context.Context, p auth.Principal, email, role, nam
 			if err := tx.MemberUpsert(ctx, *m); err != nil {
 				return fmt.Errorf("add member: %w", err)
 			}
+			if s.inviter != nil {
+				if err := s.inviter.InviteTx(ctx, tx, p.Tenant, namespace, email, role, p.Subject); err != nil {
+					return fmt.Errorf("send the invitation: %w", err)
+				}
+			}
 		case err != nil:
 			return fmt.Errorf("look up member: %w", err)
 		}

@@ -22,6 +22,8 @@ type Service struct {
 	az     Authorizer
 	now    func() time.Time
 	logger *slog.Logger
+	// inviter e-mails invitations (WithInviter); nil sends none.
+	inviter Inviter
 }
 
 // Authorizer is app/authz's decision, asked before every change of people,

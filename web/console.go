@@ -10,13 +10,17 @@ import (
 
 	"github.com/warden-dev/warden/app/auth"
 	"github.com/warden-dev/warden/web/apikeys"
+	"github.com/warden-dev/warden/web/approvals"
 	"github.com/warden-dev/warden/web/audit"
+	"github.com/warden-dev/warden/web/fleet"
 	"github.com/warden-dev/warden/web/layout"
 	"github.com/warden-dev/warden/web/members"
 	"github.com/warden-dev/warden/web/namespaces"
 	"github.com/warden-dev/warden/web/signin"
 	"github.com/warden-dev/warden/web/signup"
 	"github.com/warden-dev/warden/web/static"
+	"github.com/warden-dev/warden/web/toolcalls"
+	"github.com/warden-dev/warden/web/traces"
 )
 
 // Deps is what the console needs from the rest of Warden. The integrator
@@ -56,8 +60,18 @@ type Deps struct {
 	Namespaces namespaces.Service
 	APIKeys    apikeys.Service
 	Audit      audit.Service
+	// Traces serves the trace screens; nil leaves them out.
+	Traces traces.Service
 	// Tenants (optional) lists a person's tenants for the switcher.
 	Tenants layout.TenantLister
+	// Approvals, ToolCalls and Fleet (optional) are the approver's
+	// inbox and approval page, the tool-call explorer and the fleet
+	// pages; nil leaves a screen out.
+	Approvals approvals.Service
+	ToolCalls toolcalls.Service
+	Fleet     fleet.Service
+	// Menu (optional) says which menu entries a person may use.
+	Menu func(ctx context.Context, p auth.Principal) map[string]bool
 	// SignupLimiter (optional) limits sign-ups per client IP; a client
 	// over its limit gets the sign-up page with 429 Too Many Requests.
 	SignupLimiter Limiter
@@ -130,6 +144,11 @@ type Console struct {
 	namespaces *namespaces.Handler
 	apikeys    *apikeys.Handler
 	audit      *audit.Handler
+	approvals  *approvals.Handler
+	toolcalls  *toolcalls.Handler
+	fleet      *fleet.Handler
+	env        *layout.Env
+	traces     *traces.Handler
 }
 
 // New builds the console.
@@ -143,7 +162,7 @@ func New(deps Deps) (*Console, error) {
 	env := &layout.Env{
 		Principal: deps.Principal, CSRFToken: cs.csrfToken, CSRFField: deps.CSRFField, CSRFHeader: deps.CSRFHeader,
 		Tenants: deps.Tenants, SwitchTenantPath: deps.SwitchTenantPath,
-		StyleURL: assets.URL("style.css"), ScriptURL: assets.URL("htmx.min.js"), Log: deps.Log,
+		StyleURL: assets.URL("style.css"), ScriptURL: assets.URL("htmx.min.js"), Log: deps.Log, Menu: deps.Menu,
 		Authorize: deps.Authorize,
 	}
 	var limit func(*fiber.Ctx) (bool, time.Duration)
@@ -160,6 +179,13 @@ func New(deps Deps) (*Console, error) {
 		namespaces: &namespaces.Handler{Env: env, Service: deps.Namespaces},
 		apikeys:    &apikeys.Handler{Env: env, Service: deps.APIKeys, Now: deps.Now},
 		audit:      &audit.Handler{Env: env, Service: deps.Audit},
+		approvals:  &approvals.Handler{Env: env, Service: deps.Approvals, Now: deps.Now},
+		toolcalls:  &toolcalls.Handler{Env: env, Service: deps.ToolCalls},
+		fleet:      &fleet.Handler{Env: env, Service: deps.Fleet},
+		env:        env,
+	}
+	if deps.Traces != nil {
+		cs.traces = &traces.Handler{Env: env, Service: deps.Traces}
 	}
 	return cs, nil
 }
@@ -194,6 +220,12 @@ func (cs *Console) Register(r fiber.Router) {
 	r.Post("/apikeys", sh, in, cs.apikeys.Create)
 	r.Post("/apikeys/:id/revoke", sh, in, cs.apikeys.Revoke)
 	r.Get("/audit", sh, in, cs.audit.Get)
+	if cs.traces != nil {
+		r.Get("/traces", sh, in, cs.traces.Overview)
+		r.Get("/traces/open", sh, in, cs.traces.Open)
+		r.Get("/traces/:id", sh, in, cs.traces.Trace)
+	}
+	cs.registerScreens(r)
 }
 
 // signupDisabled answers 404 where self-service sign-up is off (local mode,
@@ -204,8 +236,8 @@ func signupDisabled(c *fiber.Ctx) error {
 }
 
 func (cs *Console) root(c *fiber.Ctx) error {
-	if _, ok := cs.deps.Principal(c); ok {
-		return c.Redirect("/members", fiber.StatusSeeOther)
+	if p, ok := cs.deps.Principal(c); ok {
+		return c.Redirect(cs.landing(c, p), fiber.StatusSeeOther)
 	}
 	return c.Redirect("/signin", fiber.StatusSeeOther)
 }

@@ -187,6 +187,16 @@ func TestConsoleHandlers(t *testing.T) {
 		{name: "audit filter by verb", method: "GET", path: "/audit?verb=invite", session: "owner", status: 200,
 			contains: []string{"members/bob@acme.test"}, notContain: []string{"agents/refunds"}},
 
+		{name: "trace overview", method: "GET", path: "/traces", session: "owner", status: 200, golden: "traces",
+			contains: []string{"stripe.refund", "gpt-4o", "10.0%", "180ms"}},
+		{name: "trace waterfall", method: "GET", path: "/traces/5b8efff798038103d269b633813fc60c", session: "owner", status: 200, golden: "trace",
+			contains: []string{"warden.step.invoke", "toolCallRequest +3.00ms", `x="100" y="1" width="875"`, "3 spans, 40ms, 2 with errors"}},
+		{name: "unknown trace", method: "GET", path: "/traces/00000000000000000000000000000000", session: "owner", status: 404,
+			contains: []string{"No trace 00000000000000000000000000000000 in namespace default."}},
+		{name: "malformed trace id", method: "GET", path: "/traces/xyz", session: "owner", status: 400, contains: []string{"32 hexadecimal digits"}},
+		{name: "open a trace from the form", method: "GET", path: "/traces/open?id=ABC&namespace=prod", session: "owner", status: 303},
+		{name: "traces need a session", method: "GET", path: "/traces", status: 303},
+
 		{name: "static asset with the current hash is cached for a year", method: "GET", path: staticURL(t, "style.css"), status: 200,
 			contains: []string{"--primary"}},
 		{name: "unknown static asset", method: "GET", path: "/static/nope.js", status: 404},

@@ -23,6 +23,10 @@ import (
 type fakeReader struct {
 	store.MemberReader
 	store.GatewayReader
+	store.RouterReader
+	// RetentionReader likewise.
+	store.RetentionReader
+	store.MemoryReader
 	objs []*resource.Object
 }
 

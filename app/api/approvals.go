@@ -13,4 +13,9 @@ type DecideRequest struct {
 	Decision string `json:"decision"`
 	// Rationale is the decider's reason; an override needs one.
 	Rationale string `json:"rationale,omitempty"`
+	// Channel is where the decision arrived (api, console, email,
+	// webhook, slack; api when empty). The receiving server sets it; it
+	// is never read from a body. It is recorded in the approval's status
+	// and in the audit record.
+	Channel string `json:"-"`
 }

@@ -62,7 +62,8 @@ func Verify(records []Record, prevHash string) int {
 type Problem struct {
 	// Seq is the sequence number where the defect shows.
 	Seq int64 `json:"seq"`
-	// Kind is "modified", "missing", "reordered" or "truncated".
+	// Kind is "modified", "missing", "reordered", "truncated" or
+	// "checkpoint".
 	Kind    string `json:"kind"`
 	Message string `json:"message"`
 }
@@ -73,14 +74,19 @@ const (
 	ProblemMissing   = "missing"
 	ProblemReordered = "reordered"
 	ProblemTruncated = "truncated"
+	// ProblemCheckpoint is a checkpoint whose seal does not hold.
+	ProblemCheckpoint = "checkpoint"
 )
 
 // Report is the outcome of verifying a tenant's whole chain.
 type Report struct {
-	OK       bool      `json:"ok"`
-	Records  int       `json:"records"`
-	Head     int64     `json:"head"`
-	Problems []Problem `json:"problems"`
+	OK      bool  `json:"ok"`
+	Records int   `json:"records"`
+	Head    int64 `json:"head"`
+	// Checkpoint is where the chain starts when retention removed its
+	// oldest records; absent when the chain starts at record 1.
+	Checkpoint *Checkpoint `json:"checkpoint,omitempty"`
+	Problems   []Problem   `json:"problems"`
 }
 
 // VerifyChain checks records as read in sequence order: every record's hash
@@ -91,8 +97,22 @@ type Report struct {
 // from the log, so that removing the newest records is caught too (0 when
 // unknown).
 func VerifyChain(records []Record, head int64) Report {
-	rep := Report{Records: len(records), Head: head, Problems: []Problem{}}
+	return VerifyChainFrom(nil, nil, records, head)
+}
+
+// VerifyChainFrom is VerifyChain for a chain that retention cut: with a
+// checkpoint cp, the records must start at cp.Seq+1 and link to cp.Hash,
+// and the checkpoint's seal must open under s (else the problem is
+// "checkpoint"). A nil cp is VerifyChain.
+func VerifyChainFrom(s Sealer, cp *Checkpoint, records []Record, head int64) Report {
+	rep := Report{Records: len(records), Head: head, Checkpoint: cp, Problems: []Problem{}}
 	var prev *Record
+	if cp != nil {
+		if s == nil || CheckCheckpoint(s, *cp) != nil {
+			rep.Problems = append(rep.Problems, Problem{Seq: cp.Seq, Kind: ProblemCheckpoint, Message: ErrCheckpointSeal.Error()})
+		}
+		prev = &Record{Seq: cp.Seq, Hash: cp.Hash}
+	}
 	for i := range records {
 		r := records[i]
 		want := int64(1)

@@ -1,12 +1,14 @@
 package audit_test
 
 import (
+	"crypto/rand"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/warden-dev/warden/app/audit"
+	"github.com/warden-dev/warden/app/secret"
 )
 
 func chain(n int) []audit.Record {
@@ -63,6 +65,66 @@ func TestVerifyChain(t *testing.T) {
 			for _, k := range tc.kinds {
 				require.True(t, got[k], "want a %s problem, got %+v", k, rep.Problems)
 			}
+		})
+	}
+}
+
+func newSealer(t *testing.T) *secret.Keyring {
+	t.Helper()
+	key := make([]byte, 32)
+	_, err := rand.Read(key)
+	require.NoError(t, err)
+	k, err := secret.NewKeyring(key)
+	require.NoError(t, err)
+	return k
+}
+
+func TestVerifyChainFromCheckpoint(t *testing.T) {
+	t.Parallel()
+	records := chain(10)
+	s := newSealer(t)
+	cut := records[3]
+	cp, err := audit.SealCheckpoint(s, audit.Checkpoint{Tenant: "acme", Seq: cut.Seq, Hash: cut.Hash, Time: cut.Time, CutAt: cut.Time.Add(time.Hour)})
+	require.NoError(t, err)
+	require.NoError(t, audit.CheckCheckpoint(s, cp))
+	kinds := func(rep audit.Report) []string {
+		var out []string
+		for _, p := range rep.Problems {
+			out = append(out, p.Kind)
+		}
+		return out
+	}
+	cases := []struct {
+		name    string
+		sealer  audit.Sealer
+		cp      func() *audit.Checkpoint
+		records []audit.Record
+		kinds   []string
+	}{
+		{"after the cut", s, func() *audit.Checkpoint { return &cp }, records[4:], nil},
+		{"everything cut", s, func() *audit.Checkpoint { c := cp; return &c }, records[4:4], []string{audit.ProblemTruncated}},
+		{"without the checkpoint", s, func() *audit.Checkpoint { return nil }, records[4:], []string{audit.ProblemMissing}},
+		{"checkpoint hash changed", s, func() *audit.Checkpoint {
+			c := cp
+			c.Hash = records[4].PrevHash[:63] + "0"
+			return &c
+		}, records[4:], []string{audit.ProblemCheckpoint, audit.ProblemReordered}},
+		{"checkpoint moved forward", s, func() *audit.Checkpoint {
+			c := cp
+			c.Seq, c.Hash = records[6].Seq, records[6].Hash
+			return &c
+		}, records[7:], []string{audit.ProblemCheckpoint}},
+		{"checkpoint of another tenant", s, func() *audit.Checkpoint { c := cp; c.Tenant = "other"; return &c }, records[4:], []string{audit.ProblemCheckpoint}},
+		{"unsealed checkpoint", s, func() *audit.Checkpoint { c := cp; c.Seal = nil; return &c }, records[4:], []string{audit.ProblemCheckpoint}},
+		{"another master key", newSealer(t), func() *audit.Checkpoint { return &cp }, records[4:], []string{audit.ProblemCheckpoint}},
+		{"record after the cut missing", s, func() *audit.Checkpoint { return &cp }, records[5:], []string{audit.ProblemMissing}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			rep := audit.VerifyChainFrom(tc.sealer, tc.cp(), tc.records, 10)
+			require.Equal(t, tc.kinds, kinds(rep), "%+v", rep.Problems)
+			require.Equal(t, tc.kinds == nil, rep.OK)
 		})
 	}
 }

@@ -36,6 +36,8 @@ const (
 	ObjToolCallsReplay = "toolcalls/replay"
 	// ObjToolCalls with VerbCreate is calling the tool gateway.
 	ObjToolCalls = "toolcalls"
+	// ObjModelCalls with VerbCreate is calling the model router.
+	ObjModelCalls = "modelcalls"
 	// ObjAPIKeys is API key management.
 	ObjAPIKeys = "apikeys"
 	// ObjMembers is the tenant's people.
@@ -50,6 +52,25 @@ const (
 	// ObjRAGIndex with VerbCreate triggers an index refresh (POST
 	// /v1/rag/{name}/index): editors and above.
 	ObjRAGIndex = "rag/index"
+	// ObjTraces is the trace service: reading spans, metrics and OCSF
+	// events (get, list) and sending them (create).
+	ObjTraces = "traces"
+	// ObjExecutions with VerbCreate is creating and running an execution.
+	ObjExecutions = "executions"
+	// ObjExecutionsCancel cancels an unfinished execution.
+	ObjExecutionsCancel = "executions/cancel"
+	// ObjExecutionsReplay replays the tool calls of an execution.
+	ObjExecutionsReplay = "executions/replay"
+	// ObjPromote is POST /v1/promote (the apply it makes is authorized
+	// again as apply on deployments).
+	ObjPromote = "promote"
+	// ObjEvalRun is POST /v1/eval/{name}/run.
+	ObjEvalRun = "eval/run"
+	// ObjMemoryItems is the memory service's items: get (query), create
+	// (write) and delete.
+	ObjMemoryItems = "memoryitems"
+	// ObjMemorySummarize with VerbCreate is a memory's summary pass.
+	ObjMemorySummarize = "memoryitems/summarize"
 )
 
 // Permission is one (object, verb) pair a role allows.
@@ -126,14 +147,21 @@ func rules(role string) []Permission {
 		add([]string{groupNamespaced}, readVerbs...)
 		add([]string{ObjResources}, auth.VerbWatch)
 		add([]string{ObjRAGRetrieve}, VerbCreate)
+		add([]string{ObjMemoryItems}, auth.VerbGet)
 		// Tenant-scope kinds live in domain "*": only a tenant-wide grant
 		// reaches them.
 		add([]string{groupTenant}, readVerbs...)
+		add([]string{ObjTraces}, auth.VerbGet, auth.VerbList)
 	}
 	editor := func() {
 		viewer()
 		add([]string{groupUserKinds}, writeVerbs...)
 		add([]string{ObjRAGIndex}, VerbCreate)
+		add([]string{ObjTraces}, VerbCreate)
+		add([]string{ObjExecutions, ObjExecutionsCancel, ObjPromote, ObjEvalRun}, VerbCreate)
+		add([]string{ObjModelCalls}, VerbCreate)
+		add([]string{ObjMemoryItems}, VerbCreate, auth.VerbDelete)
+		add([]string{ObjMemorySummarize}, VerbCreate)
 	}
 	approver := func() {
 		viewer()
@@ -146,6 +174,7 @@ func rules(role string) []Permission {
 		add([]string{"rolebindings"}, writeVerbs...)
 		add([]string{ObjAPIKeys}, auth.VerbGet, auth.VerbList, VerbCreate, auth.VerbDelete)
 		add([]string{ObjToolCallsReplay}, VerbCreate)
+		add([]string{ObjExecutionsReplay}, VerbCreate)
 		add([]string{ObjAudit}, auth.VerbGet, auth.VerbList)
 	}
 	switch role {
@@ -153,6 +182,10 @@ func rules(role string) []Permission {
 		add([]string{"agents", "tools", "models"}, auth.VerbGet, auth.VerbList)
 		add([]string{ObjToolCalls}, VerbCreate)
 		add([]string{ObjRAGRetrieve}, VerbCreate)
+		add([]string{ObjTraces}, VerbCreate)
+		add([]string{ObjModelCalls}, VerbCreate)
+		add([]string{ObjMemoryItems}, auth.VerbGet, VerbCreate, auth.VerbDelete)
+		add([]string{ObjMemorySummarize}, VerbCreate)
 	case auth.RoleViewer:
 		viewer()
 	case auth.RoleEditor:

@@ -110,6 +110,10 @@ reordered, printing each problem.`,
 					return err
 				}
 			} else {
+				if cp := rep.Checkpoint; cp != nil {
+					fmt.Fprintf(a.env.Stdout, "records up to %d were removed by retention at %s; the chain starts from their sealed checkpoint\n",
+						cp.Seq, cp.CutAt.Format(time.RFC3339))
+				}
 				if rep.OK {
 					fmt.Fprintf(a.env.Stdout, "audit chain intact: %d records verified\n", rep.Records)
 				} else {

@@ -58,7 +58,7 @@ and refuses one that already holds an installation.`,
 	f.StringVar(&o.Trace, "trace", "", "write a Go execution trace of the gateway's fixed-rate phase to this file (go tool trace)")
 	f.BoolVar(&o.FixedRateOnly, "fixed-rate-only", false, "run the two fixed-rate phases only (latency, not throughput)")
 	f.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the gateway's saturation phase to this file (go tool pprof)")
-	cmd.AddCommand(gw, newBenchMCPCmd(a))
+	cmd.AddCommand(gw, newBenchMCPCmd(a), newBenchSoakCmd(a), newBenchOTLPCmd(a), newBenchRouterCmd(a))
 	return cmd
 }
 
@@ -95,5 +95,121 @@ the process; the direct phase's CPU is subtracted).`,
 	f.IntVar(&o.Rules, "rules", 20, "policy rules evaluated on every call")
 	f.BoolVar(&o.FixedRateOnly, "fixed-rate-only", false, "run the two fixed-rate phases only (latency, not throughput)")
 	f.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the gateway's saturation phase to this file (go tool pprof)")
+	return cmd
+}
+
+func newBenchSoakCmd(a *app) *cobra.Command {
+	var o bench.SoakOptions
+	soak := &cobra.Command{
+		Use:   "soak",
+		Short: "Drive governed calls for a long time and print the store's size as retention holds it level",
+		Long: `Soak starts a private Warden on the store given by --store (default: a fresh
+SQLite file) whose tenant keeps tool calls, events and audit records for
+--retention (spec.retention of the Tenant resource), drives governed calls
+through the tool gateway at --rate calls per second for --duration, and prints
+every --every the calls made, the store's size, the part of it in use and the
+bytes in use per call so far; at the end, the size of each table.
+
+A finished ToolCall also waits for its idempotency window (10 minutes by
+default) and a minute, so the size levels off after about 11 minutes.
+Without retention it would grow by the bytes a call leaves, for ever.
+
+On Postgres the space of deleted rows is reused once they are vacuumed: leave
+it to autovacuum, or give --vacuum for a server that has it off.
+
+A given store must be fresh, a database of its own.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			tuned, err := tuneRuntime(a.env.LookupEnv, o.Store == "" || backend.Embedded(o.Store))
+			if err != nil {
+				return err
+			}
+			defer tuned.stop()
+			fmt.Fprintf(a.env.Stdout, "runtime: %s\n", tuned)
+			_, err = bench.RunSoak(cmd.Context(), o, a.env.Stdout)
+			return err
+		},
+	}
+	f := soak.Flags()
+	f.StringVar(&o.Store, "store", "", "store URL (default a temporary SQLite file)")
+	f.IntVar(&o.Rate, "rate", 200, "governed calls per second")
+	f.DurationVar(&o.Duration, "duration", 15*time.Minute, "how long the calls go on")
+	f.DurationVar(&o.Every, "every", 30*time.Second, "how often the store's size is printed")
+	f.DurationVar(&o.Retention, "retention", time.Minute, "the tenant's retention of tool calls, events and audit records")
+	f.DurationVar(&o.Vacuum, "vacuum", 0, "on Postgres, run VACUUM this often (for a server whose autovacuum is off)")
+	return soak
+}
+
+func newBenchOTLPCmd(a *app) *cobra.Command {
+	var o bench.OTLPOptions
+	cmd := &cobra.Command{
+		Use:   "otlp",
+		Short: "Measure the trace service: OTLP/gRPC ingest in spans/s, GET /v1/traces/{id}, and toolcalls top's queries",
+		Long: `Otlp starts a private trace service on the store given by --store (default: a
+fresh SQLite file) and sends it agent traces (an agent run, four tool calls and
+three model calls each) over OTLP/gRPC from --senders concurrent senders, in
+exports of --batch spans, for --duration; every export is acknowledged only
+once its spans are committed. It then times GET /v1/traces/{id} of a trace of
+--trace-spans spans, and the four metrics queries of 'warden toolcalls top'
+over everything ingested. The runtime is tuned as for up.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			tuned, err := tuneRuntime(a.env.LookupEnv, o.Store == "" || backend.Embedded(o.Store))
+			if err != nil {
+				return err
+			}
+			defer tuned.stop()
+			fmt.Fprintf(a.env.Stdout, "runtime: %s\n", tuned)
+			_, err = bench.RunOTLP(cmd.Context(), o, a.env.Stdout)
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Store, "store", "", "store URL (default a temporary SQLite file); a given store must be fresh")
+	f.DurationVar(&o.Duration, "duration", 10*time.Second, "length of the ingest phase")
+	f.IntVar(&o.Senders, "senders", 4, "concurrent OTLP/gRPC senders")
+	f.IntVar(&o.Batch, "batch", 512, "spans of one export")
+	f.IntVar(&o.TraceSpans, "trace-spans", 1000, "spans of the trace GET /v1/traces/{id} reads")
+	f.IntVar(&o.Reads, "reads", 200, "times each query is timed")
+	f.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
+	return cmd
+}
+
+func newBenchRouterCmd(a *app) *cobra.Command {
+	var o bench.RouterOptions
+	cmd := &cobra.Command{
+		Use:   "router",
+		Short: "Send chat completions to a local provider directly and through the model router; print the added latency and calls/s",
+		Long: `Router starts a private Warden with the model router on the store given by
+--store (default: a fresh SQLite file), a local OpenAI-compatible provider, and
+an agent routed to it (every call authenticated with a workload token, routed,
+decided by policy, priced and recorded). It then sends the same non-streamed
+chat completion directly and through the router in the same run: at --low-rate
+calls per second (added p50), at --high-rate (added p99), at saturation with
+--concurrency closed-loop callers (calls/s), and a streamed answer at
+--stream-rate (added time to the first chunk). --cpus sets GOMAXPROCS for the
+run: load generator, provider and router share those processors. Like up, it
+tunes the garbage collector unless GOGC or WARDEN_GC_HEAP_FLOOR say otherwise.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			tuned, err := tuneRuntime(a.env.LookupEnv, o.Store == "" || backend.Embedded(o.Store))
+			if err != nil {
+				return err
+			}
+			defer tuned.stop()
+			fmt.Fprintf(a.env.Stdout, "runtime: %s\n", tuned)
+			_, err = bench.RunRouter(cmd.Context(), o, a.env.Stdout)
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Store, "store", "", "store URL (default a temporary SQLite file)")
+	f.DurationVar(&o.Duration, "duration", 10*time.Second, "length of each phase")
+	f.IntVar(&o.LowRate, "low-rate", 500, "calls per second of the phases that give the added p50")
+	f.IntVar(&o.HighRate, "high-rate", 2000, "calls per second of the phases that give the added p99")
+	f.IntVar(&o.StreamRate, "stream-rate", 200, "streams per second of the first-chunk phases")
+	f.IntVar(&o.Concurrency, "concurrency", 32, "closed-loop callers of the saturation phases")
+	f.IntVar(&o.CPUs, "cpus", 1, "GOMAXPROCS during the run (load generator, provider and router share it)")
+	f.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the router's saturation phase to this file (go tool pprof)")
 	return cmd
 }

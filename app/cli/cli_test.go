@@ -501,7 +501,7 @@ func TestCommands(t *testing.T) {
 		{name: "unknown flag", args: []string{"get", "agents", "--bogus"}, wantCode: ExitUsage, wantErr: []string{"unknown flag: --bogus"}},
 		{name: "help", args: []string{"--help"}, wantOut: []string{"apply", "diff", "up", "approvals", "toolcalls", "demo"}},
 		{name: "toolcalls help", args: []string{"toolcalls", "--help"}, wantOut: []string{"top "}},
-		{name: "up with an unknown store", args: []string{"up", "--store", "bogus://x", "--port", "$PORT", "--gateway-port", "0"}, wantCode: ExitFailure, wantErr: []string{"open store bogus://x"}},
+		{name: "up with an unknown store", args: []string{"up", "--store", "bogus://x", "--port", "$PORT", "--gateway-port", "0", "--memory-port", "0", "--router-port", "0"}, wantCode: ExitFailure, wantErr: []string{"open store bogus://x"}},
 		{name: "up port defaults to 8080", args: []string{"up", "--help"}, wantOut: []string{"--port int", "(default 8080)"}},
 		{name: "up with a port out of range", args: []string{"up", "--port", "0"}, wantCode: ExitUsage, wantErr: []string{"--port 0 is not a TCP port"}},
 		{name: "up without sign-ups per hour", args: []string{"up", "--signups-per-hour", "0"}, wantCode: ExitUsage, wantErr: []string{"--signups-per-hour 0 must be at least 1"}},

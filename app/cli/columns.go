@@ -140,7 +140,12 @@ func kindColumns(kind string) (normal, wide []column) {
 			}, []column{
 				{"SIDE-EFFECT", spec("sideEffect")},
 				{"EXPIRES", spec("expiresAt")},
+				{"POLICY", spec("policy")},
+				{"RULE", spec("rule")},
+				{"CHANNEL", status("channel")},
 			}
+	case resource.KindNotificationChannel:
+		return []column{{"TYPE", spec("type")}}, []column{{"MAX-ATTEMPTS", spec("maxAttempts")}}
 	case resource.KindMemory:
 		return []column{{"TYPE", spec("type")}}, []column{{"TTL", spec("ttl")}}
 	case resource.KindRAGIndex:

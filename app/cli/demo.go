@@ -27,7 +27,7 @@ func newDemoCmd(a *app) *cobra.Command {
 		Use:   "demo",
 		Short: "Helpers for trying Warden out locally",
 	}
-	cmd.AddCommand(newDemoToolsCmd(a), newDemoMCPCmd(a))
+	cmd.AddCommand(newDemoToolsCmd(a), newDemoModelsCmd(a), newDemoMCPCmd(a))
 	return cmd
 }
 

@@ -19,6 +19,8 @@ type app struct {
 	namespace string
 	// mcpPort is up's --mcp-port.
 	mcpPort int
+	// memoryPort is up's --memory-port.
+	memoryPort int
 }
 
 func newRootCmd(env Env) *cobra.Command {
@@ -67,10 +69,18 @@ current context of $WARDEN_HOME/config.yaml (written by 'warden up').`,
 		newAPIKeysCmd(a),
 		newBenchCmd(a),
 		newToolCallsCmd(a),
+		newTracesCmd(a),
 		newApprovalsCmd(a),
 		newAgBOMCmd(a),
 		newRAGCmd(a),
+		newRunCmd(a),
+		newExecutionsCmd(a),
+		newPromoteCmd(a),
+		newEvalCmd(a),
+		newMemoryCmd(a),
 		newDemoCmd(a),
+		newModelsCmd(a),
+		newRouteCmd(a),
 		newVersionCmd(a),
 		newMCPCmd(a),
 	)

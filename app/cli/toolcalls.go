@@ -16,6 +16,7 @@ import (
 
 	"github.com/warden-dev/warden/app/api"
 	"github.com/warden-dev/warden/app/client"
+	"github.com/warden-dev/warden/app/execution"
 	"github.com/warden-dev/warden/app/gateway"
 	"github.com/warden-dev/warden/app/resource"
 )
@@ -34,10 +35,10 @@ type recordFilters struct {
 }
 
 func (f *recordFilters) addFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&f.agent, "agent", "", "toolcalls and approvals: only those of this agent")
+	fs.StringVar(&f.agent, "agent", "", "toolcalls, approvals and executions: only those of this agent")
 	fs.StringVar(&f.tool, "tool", "", "toolcalls and approvals: only those of this tool")
-	fs.StringVar(&f.phase, "phase", "", "toolcalls: only those in this phase (Succeeded, Failed, Denied, AwaitingApproval, …)")
-	fs.StringVar(&f.since, "since", "", "toolcalls and approvals: only those created after this (a duration such as 1h, or an RFC 3339 time)")
+	fs.StringVar(&f.phase, "phase", "", "toolcalls and executions: only those in this phase (Succeeded, Failed, Denied, AwaitingApproval, Waiting, …)")
+	fs.StringVar(&f.since, "since", "", "toolcalls, approvals and executions: only those created after this (a duration such as 1h, or an RFC 3339 time)")
 }
 
 func (f recordFilters) set() bool {
@@ -49,17 +50,24 @@ func (f *recordFilters) check(k resource.KindInfo, name string) error {
 	if !f.set() {
 		return nil
 	}
-	if k.Kind != resource.KindToolCall && k.Kind != resource.KindApproval {
-		return usagef("--agent, --tool, --phase and --since filter toolcalls and approvals only, not %s", k.Plural)
+	if k.Kind != resource.KindToolCall && k.Kind != resource.KindApproval && k.Kind != resource.KindExecution {
+		return usagef("--agent, --tool, --phase and --since filter toolcalls, approvals and executions only, not %s", k.Plural)
 	}
 	if name != "" {
 		return usagef("a NAME cannot be combined with --agent, --tool, --phase or --since")
 	}
+	if k.Kind == resource.KindExecution && f.tool != "" {
+		return usagef("--tool filters toolcalls and approvals, not executions")
+	}
 	if f.phase != "" {
-		if k.Kind != resource.KindToolCall {
+		if k.Kind == resource.KindApproval {
 			return usagef("--phase filters toolcalls; approvals have a status: warden approvals ls --status")
 		}
-		p, err := parsePhase(f.phase)
+		known := phases
+		if k.Kind == resource.KindExecution {
+			known = execution.Phases()
+		}
+		p, err := parsePhaseOf(f.phase, known)
 		if err != nil {
 			return err
 		}
@@ -89,12 +97,14 @@ func (f recordFilters) list(ctx context.Context, c *client.Client, k resource.Ki
 		return c.ToolCallListAll(ctx, ns, client.ToolCallListOptions{Agent: f.agent, Tool: f.tool, Phase: f.phase, Since: f.since, Selector: selector})
 	case resource.KindApproval:
 		return c.ApprovalListAll(ctx, ns, client.ApprovalListOptions{Agent: f.agent, Tool: f.tool, Since: f.since, Selector: selector})
+	case resource.KindExecution:
+		return c.ExecutionListAll(ctx, ns, client.ExecutionListOptions{Agent: f.agent, Phase: f.phase, Since: f.since, Selector: selector})
 	}
 	return c.ListAll(ctx, k.Plural, ns, client.ListOptions{Selector: selector})
 }
 
-// parsePhase accepts a phase in any letter case.
-func parsePhase(s string) (string, error) {
+// parsePhaseOf accepts one of phases in any letter case.
+func parsePhaseOf(s string, phases []string) (string, error) {
 	for _, p := range phases {
 		if strings.EqualFold(p, s) {
 			return p, nil
@@ -296,15 +306,25 @@ const (
 	byErrorRate = "error_rate"
 	byLatency   = "latency"
 	byCount     = "count"
+	byCalls     = "calls"
+	byCost      = "cost"
+)
+
+// Sources of toolcalls top.
+const (
+	sourceMetrics = "metrics"
+	sourceRecords = "records"
 )
 
 type topOptions struct {
-	by       string
-	since    string
-	agent    string
-	limit    int
-	perAgent bool
-	output   string
+	source      string
+	traceServer traceServerFlag
+	by          string
+	since       string
+	agent       string
+	limit       int
+	perAgent    bool
+	output      string
 }
 
 // toolStats is one row of toolcalls top.
@@ -337,8 +357,17 @@ func newToolCallsTopCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "top",
 		Short: "Rank tools by error rate, latency or number of calls",
-		Long: `top lists the tool calls of a namespace (--since back from now, default 1h) and
-aggregates them per tool, or per agent and tool with --per-agent:
+		Long: `top ranks the tools of a namespace over the last --since (default 1h), per tool
+or, with --per-agent, per agent and tool.
+
+By default (--source metrics) it asks the trace service's metrics API
+(GET /v1/metrics, docs/trace.md) for calls, errors, latency percentiles and
+cost: every span that names a tool, the gateway's own and those agents send
+over OTLP, aggregated per minute, so the answer takes milliseconds however
+many calls there were. --by error_rate, latency (P95), cost or calls.
+
+With --source records it lists the ToolCall records the gateway wrote and
+aggregates them:
 
   CALLS       every call, whatever its phase
   SUCCEEDED   calls that ran and succeeded
@@ -348,17 +377,31 @@ aggregates them per tool, or per agent and tool with --per-agent:
   P50, P95    latency of the executions (completedAt - startedAt; time spent waiting
               for an approval is not counted), nearest-rank percentiles
 
---by error_rate sorts by error rate, --by latency by P95, --by count by CALLS, highest
-first.`,
+--by error_rate sorts by error rate, --by latency by P95, --by count (or calls) by
+CALLS, highest first.`,
 		Example: `  warden toolcalls top
   warden toolcalls top --by error_rate --since 24h
-  warden toolcalls top --by latency --agent support-bot --per-agent -o json`,
+  warden toolcalls top --by latency --agent support-bot --per-agent -o json
+  warden toolcalls top --by cost --since 24h
+  warden toolcalls top --source records --by error_rate`,
 		Args: wrapArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch {
+			case o.source != sourceMetrics && o.source != sourceRecords:
+				return usagef("unknown --source %q: use metrics or records", o.source)
+			case o.source == sourceRecords && o.by == byCalls:
+				o.by = byCount
+			case o.source == sourceMetrics && o.by == byCount:
+				o.by = byCalls
+			}
 			switch o.by {
-			case byErrorRate, byLatency, byCount:
+			case byErrorRate, byLatency, byCount, byCalls:
+			case byCost:
+				if o.source == sourceRecords {
+					return usagef("--by cost needs --source metrics: ToolCall records carry no cost")
+				}
 			default:
-				return usagef("unknown --by %q: use error_rate, latency or count", o.by)
+				return usagef("unknown --by %q: use error_rate, latency, cost or calls", o.by)
 			}
 			if o.output != outTable && o.output != outJSON {
 				return usagef("unknown output format %q: use table or json", o.output)
@@ -369,12 +412,17 @@ first.`,
 			if err := checkSince(o.since); err != nil {
 				return err
 			}
+			if o.source == sourceMetrics {
+				return a.topMetrics(cmd.Context(), o)
+			}
 			return a.top(cmd.Context(), o)
 		},
 	}
 	a.addNamespaceFlag(cmd)
 	f := cmd.Flags()
-	f.StringVar(&o.by, "by", byCount, "sort key: error_rate, latency or count")
+	f.StringVar(&o.source, "source", sourceMetrics, "metrics: the trace service's metrics API; records: the ToolCall records")
+	o.traceServer.add(f)
+	f.StringVar(&o.by, "by", byCalls, "sort key: error_rate, latency, cost or calls (count)")
 	f.StringVar(&o.since, "since", "1h", "only calls created after this (a duration back from now, or an RFC 3339 time; empty: all)")
 	f.StringVar(&o.agent, "agent", "", "only the calls of this agent")
 	f.IntVar(&o.limit, "limit", 10, "show at most this many rows (0: all)")

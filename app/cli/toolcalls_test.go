@@ -287,7 +287,7 @@ func TestToolCallCommands(t *testing.T) {
 		{name: "approvals filtered by agent", args: []string{"get", "approvals", "--agent", "demo-bot"}, wantOut: []string{ap, "demo.refund", "pending"}},
 		{name: "unknown phase", args: []string{"get", "toolcalls", "--phase", "Exploded"}, wantCode: ExitUsage, wantErr: []string{`unknown phase "Exploded"`}},
 		{name: "phase of approvals", args: []string{"get", "approvals", "--phase", "Failed"}, wantCode: ExitUsage, wantErr: []string{"approvals ls --status"}},
-		{name: "filter on another kind", args: []string{"get", "agents", "--agent", "demo-bot"}, wantCode: ExitUsage, wantErr: []string{"toolcalls and approvals only"}},
+		{name: "filter on another kind", args: []string{"get", "agents", "--agent", "demo-bot"}, wantCode: ExitUsage, wantErr: []string{"toolcalls, approvals and executions only"}},
 		{name: "bad since", args: []string{"get", "toolcalls", "--since", "yesterday"}, wantCode: ExitUsage, wantErr: []string{`--since "yesterday"`}},
 		{name: "name with a filter", args: []string{"get", "toolcall", c.search, "--agent", "demo-bot"}, wantCode: ExitUsage},
 
@@ -316,7 +316,7 @@ func TestToolCallCommands(t *testing.T) {
 
 		{
 			name: "top by count",
-			args: []string{"toolcalls", "top"},
+			args: []string{"toolcalls", "top", "--source", "records"},
 			check: func(t *testing.T, stdout string) {
 				lines := strings.Split(strings.TrimSpace(stdout), "\n")
 				require.Regexp(t, `^TOOL\s+CALLS\s+SUCCEEDED\s+FAILED\s+DENIED\s+ERROR-RATE\s+P50\s+P95$`, lines[0])
@@ -327,7 +327,7 @@ func TestToolCallCommands(t *testing.T) {
 		},
 		{
 			name: "top by error rate",
-			args: []string{"toolcalls", "top", "--by", "error_rate", "--since", "1h", "--limit", "1"},
+			args: []string{"toolcalls", "top", "--source", "records", "--by", "error_rate", "--since", "1h", "--limit", "1"},
 			check: func(t *testing.T, stdout string) {
 				lines := strings.Split(strings.TrimSpace(stdout), "\n")
 				require.Len(t, lines, 2)
@@ -336,7 +336,7 @@ func TestToolCallCommands(t *testing.T) {
 		},
 		{
 			name: "top per agent as json",
-			args: []string{"toolcalls", "top", "--by", "latency", "--per-agent", "--agent", "flaky-bot", "-o", "json"},
+			args: []string{"toolcalls", "top", "--source", "records", "--by", "latency", "--per-agent", "--agent", "flaky-bot", "-o", "json"},
 			check: func(t *testing.T, stdout string) {
 				var rep struct {
 					By    string
@@ -361,8 +361,10 @@ func TestToolCallCommands(t *testing.T) {
 				}
 			},
 		},
-		{name: "top of an agent without calls", args: []string{"toolcalls", "top", "--agent", "nobody"}, wantErr: []string{"No tool calls found in namespace default since 1h."}},
-		{name: "top by an unknown key", args: []string{"toolcalls", "top", "--by", "cost"}, wantCode: ExitUsage, wantErr: []string{`unknown --by "cost"`}},
+		{name: "top of an agent without calls", args: []string{"toolcalls", "top", "--source", "records", "--agent", "nobody"}, wantErr: []string{"No tool calls found in namespace default since 1h."}},
+		{name: "top by an unknown key", args: []string{"toolcalls", "top", "--by", "bogus"}, wantCode: ExitUsage, wantErr: []string{`unknown --by "bogus"`}},
+		{name: "top of records by cost", args: []string{"toolcalls", "top", "--source", "records", "--by", "cost"}, wantCode: ExitUsage, wantErr: []string{"--by cost needs --source metrics"}},
+		{name: "top from an unknown source", args: []string{"toolcalls", "top", "--source", "logs"}, wantCode: ExitUsage, wantErr: []string{`unknown --source "logs"`}},
 		{name: "top yaml", args: []string{"toolcalls", "top", "-o", "yaml"}, wantCode: ExitUsage},
 		{name: "top negative limit", args: []string{"toolcalls", "top", "--limit", "-1"}, wantCode: ExitUsage},
 		{name: "top bad since", args: []string{"toolcalls", "top", "--since", "a while"}, wantCode: ExitUsage},

@@ -16,12 +16,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gofiber/fiber/v2"
 	"github.com/spf13/cobra"
 
 	"github.com/riverqueue/river"
 
 	"github.com/warden-dev/warden/app/agbom"
 	"github.com/warden-dev/warden/app/clientconfig"
+	"github.com/warden-dev/warden/app/execution"
 	"github.com/warden-dev/warden/app/gateway"
 	"github.com/warden-dev/warden/app/oidc"
 	"github.com/warden-dev/warden/app/sandbox"
@@ -31,6 +33,8 @@ import (
 	"github.com/warden-dev/warden/app/store/backend"
 	"github.com/warden-dev/warden/app/store/postgres"
 	"github.com/warden-dev/warden/jobs"
+	"github.com/warden-dev/warden/notifications"
+	approvalsweb "github.com/warden-dev/warden/web/approvals"
 )
 
 // defaultControlPort is the control plane's port (docs/operations.md lists
@@ -43,13 +47,19 @@ const defaultGatewayPort = 8081
 // defaultMCPPort is the MCP gateway's port.
 const defaultMCPPort = 8082
 
+// defaultRouterPort is the model router's port.
+const defaultRouterPort = 8083
+
 func newUpCmd(a *app) *cobra.Command {
 	var dataDir, storeURL, listenHost string
 	var port, gatewayPort, changeHistory int
 	var mcpPort int
+	var mem memoryOptions
+	routerPort := defaultRouterPort
 	var tlsOpts tlsOptions
 	var people peopleOptions
 	var ragOpts ragOptions
+	var traceOpts traceOptions
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Start Warden locally: every service in one process on the embedded store",
@@ -71,6 +81,12 @@ tokens. Register <public URL>/auth/callback as the redirect URL there.`,
 			}
 			if gatewayPort < 0 || gatewayPort > 65535 || gatewayPort == port {
 				return usagef("--gateway-port %d is not a TCP port (1-65535, 0 for no gateway) other than --port", gatewayPort)
+			}
+			if mem.port < 0 || mem.port > 65535 || mem.port == port || (mem.port != 0 && (mem.port == gatewayPort || mem.port == mcpPort)) {
+				return usagef("--memory-port %d is not a TCP port (1-65535, 0 for no memory service) other than --port, --gateway-port and --mcp-port", mem.port)
+			}
+			if routerPort < 0 || routerPort > 65535 || routerPort == port || routerPort != 0 && (routerPort == gatewayPort || routerPort == mcpPort || routerPort == mem.port) {
+				return usagef("--router-port %d is not a TCP port (1-65535, 0 for no router) other than --port, --gateway-port, --mcp-port and --memory-port", routerPort)
 			}
 			if (tlsOpts.cert == "") != (tlsOpts.key == "") {
 				return usagef("--tls-cert and --tls-key go together")
@@ -106,7 +122,11 @@ tokens. Register <public URL>/auth/callback as the redirect URL there.`,
 			if ragOpts.port < 0 || ragOpts.port > 65535 || ragOpts.port != 0 && (ragOpts.port == port || ragOpts.port == gatewayPort || ragOpts.port == mcpPort) {
 				return usagef("--rag-port %d is not a TCP port (1-65535, 0 for no RAG service) other than --port, --gateway-port and --mcp-port", ragOpts.port)
 			}
-			return a.up(cmd.Context(), dataDir, storeURL, listenHost, port, gatewayPort, changeHistory, tlsOpts, people, ragOpts)
+			a.memoryPort = mem.port
+			if err := traceOpts.check(port, gatewayPort, mcpPort, mem.port); err != nil {
+				return err
+			}
+			return a.up(cmd.Context(), dataDir, storeURL, listenHost, port, gatewayPort, routerPort, changeHistory, tlsOpts, people, traceOpts, ragOpts)
 		},
 	}
 	f := cmd.Flags()
@@ -119,6 +139,8 @@ tokens. Register <public URL>/auth/callback as the redirect URL there.`,
 	f.StringVar(&ragOpts.fileRoot, "rag-file-root", "", "directory KnowledgeSources of type file are read under (default <data-dir>/knowledge)")
 	f.StringVar(&ragOpts.embeddingsURL, "rag-embeddings-url", "", "OpenAI-compatible base URL whose /v1/embeddings embeds indexes that name a model (default: none, BM25)")
 	f.IntVar(&mcpPort, "mcp-port", defaultMCPPort, "port of the MCP gateway (0: no MCP gateway)")
+	f.IntVar(&mem.port, "memory-port", defaultMemoryPort, "port of the memory service (0: no memory service)")
+	f.IntVar(&routerPort, "router-port", defaultRouterPort, "port of the model router (0: no router)")
 	f.IntVar(&changeHistory, "change-history", server.DefaultChangeHistory, "change-log entries each tenant keeps for watchers that resume (-1: all)")
 	f.StringVar(&tlsOpts.cert, "tls-cert", "", "PEM certificate (chain) to serve every listener over TLS")
 	f.StringVar(&tlsOpts.key, "tls-key", "", "PEM private key of --tls-cert")
@@ -130,6 +152,7 @@ tokens. Register <public URL>/auth/callback as the redirect URL there.`,
 	f.StringVar(&people.publicURL, "public-url", "", "externally visible base URL: the OIDC redirect URL is <public-url>/auth/callback and workload tokens name it as issuer (default the control plane URL)")
 	f.BoolVar(&people.signup, "signup", false, "enable self-service tenant sign-up in the console (SaaS)")
 	f.IntVar(&people.signupsPerHour, "signups-per-hour", server.DefaultSignupsPerHour, "sign-ups one client IP may post an hour (with --signup)")
+	traceOpts.addFlags(f)
 	return cmd
 }
 
@@ -217,8 +240,8 @@ type tlsOptions struct {
 	allowPlaintext bool
 }
 
-func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port, gatewayPort, changeHistory int, tlsOpts tlsOptions, people peopleOptions, ragOpts ragOptions) error {
-	listeners, err := bindListeners(listenHost, port, gatewayPort)
+func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port, gatewayPort, routerPort, changeHistory int, tlsOpts tlsOptions, people peopleOptions, traceOpts traceOptions, ragOpts ragOptions) error {
+	listeners, err := bindListeners(listenHost, port, gatewayPort, routerPort)
 	if err != nil {
 		return err
 	}
@@ -233,6 +256,15 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		return err
 	}
 	defer ragSrv.close()
+	memLn, err := bindMemory(listenHost, a.memoryPort)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if memLn != nil {
+			_ = memLn.Close()
+		}
+	}()
 	// A certificate pair that does not load fails now, before first-start
 	// setup, like a busy port.
 	if _, err := (server.Config{TLSCertFile: tlsOpts.cert, TLSKeyFile: tlsOpts.key}).TLSConfig(); err != nil {
@@ -318,25 +350,30 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		fmt.Fprintf(w, "First start: created tenant \"default\", namespace \"default\", environments dev, staging, prod.\n")
 		fmt.Fprintf(w, "Admin API key written to %s (context %q, now current).\n", clientconfig.Path(home), clientconfig.LocalContext)
 	}
-	tracer, stopTracer, traceEndpoint, err := otlpTracer(ctx, a.env.LookupEnv)
+	// Warden's own spans go to the trace store and, when configured, to
+	// an OTLP collector too.
+	tracer, traceEndpoint, err := wardenTracer(ctx, a.env.LookupEnv)
 	if err != nil {
 		return err
 	}
-	if stopTracer != nil {
-		defer func() {
-			// Flush the spans still queued; a collector that is gone
-			// costs at most traceShutdownTimeout.
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), traceShutdownTimeout)
-			defer cancel()
-			if err := stopTracer(sctx); err != nil {
-				logger.Warn("flush traces", "err", err)
-			}
-		}()
-	}
+	defer func() {
+		// Flush the spans still queued; a collector that is gone
+		// costs at most traceShutdownTimeout.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), traceShutdownTimeout)
+		defer cancel()
+		if err := tracer.Shutdown(sctx); err != nil {
+			logger.Warn("flush traces", "err", err)
+		}
+	}()
 	gatewayAddr, gatewayURL := server.GatewayOff, ""
 	if gatewayPort != 0 {
 		gatewayAddr = net.JoinHostPort(listenHost, strconv.Itoa(gatewayPort))
 		gatewayURL = scheme + "://" + net.JoinHostPort(clientHost(listenHost), strconv.Itoa(gatewayPort))
+	}
+	routerAddr, routerURL := "", ""
+	if routerPort != 0 {
+		routerAddr = net.JoinHostPort(listenHost, strconv.Itoa(routerPort))
+		routerURL = scheme + "://" + net.JoinHostPort(clientHost(listenHost), strconv.Itoa(routerPort))
 	}
 	mcpAddr, mcpURL := "", ""
 	if a.mcpPort != 0 {
@@ -359,7 +396,10 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 	// cluster (key rotation, retention, the approval sweep).
 	workers := river.NewWorkers()
 	approvals := jobs.NewApprovals(workers)
+	notifyJobs := jobs.NewNotifications(workers)
+	inviteJobs := jobs.NewInvitations(workers, notifyJobs)
 	agboms := jobs.NewAgBOMs(workers)
+	executions := jobs.NewExecutions(workers)
 	cluster := jobs.NewCluster(workers, jobs.ClusterConfig{})
 	queues := cluster.Queues(gatewayPort != 0)
 	if ragSrv != nil {
@@ -373,19 +413,41 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 	}
 	approvals.SetQueue(queue)
 	agboms.SetQueue(queue)
+	executions.SetQueue(queue)
+	// Approvals are announced on the NotificationChannels that select
+	// them, by jobs enqueued with the Approval.
+	notifyJobs.SetQueue(queue)
+	notifier, err := notifications.New(notifications.Config{Store: st, Secrets: secret.NewBroker(keyring), Jobs: notifyJobs,
+		Invites: inviteJobs, PublicURL: publicURL, LinkKey: notifications.DeriveLinkKey(masterKey), Logger: logger, Now: a.env.Now})
+	if err != nil {
+		return fmt.Errorf("notifications: %w", err)
+	}
+	// Signed callbacks of the channels and the pages e-mail links open.
+	publicRoutes := func(r fiber.Router) {
+		notifier.Register(r)
+		approvalsweb.NewLinkHandler(notifier, a.env.Now).Register(r)
+	}
 	compileOpts := manifestURLs(scheme, listenHost, publicURL, gatewayURL)
 	if mcpURL != "" {
 		compileOpts.MCPGatewayURL = mcpURL
 	}
+	if a.memoryPort != 0 {
+		compileOpts.MemoryURL = scheme + "://" + net.JoinHostPort(clientHost(listenHost), strconv.Itoa(a.memoryPort))
+	}
 	srv, err := server.New(server.Config{
 		Queue:          approvals,
+		Announcer:      notifier,
+		Inviter:        notifier,
+		PublicRoutes:   publicRoutes,
 		AgBOMQueue:     agbomQueue(agboms, gatewayPort),
+		ExecutionQueue: executionQueue(executions, gatewayPort),
 		Cluster:        cluster,
 		Sandbox:        osTools,
 		Store:          st,
 		Logger:         logger,
 		ControlAddr:    net.JoinHostPort(listenHost, controlPort),
 		GatewayAddr:    gatewayAddr,
+		RouterAddr:     routerAddr,
 		Compile:        compileOpts,
 		MCPAddr:        mcpAddr,
 		TLSCertFile:    tlsOpts.cert,
@@ -405,6 +467,11 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		return err
 	}
 	defer stopQueue(queue, logger)
+	stopTrace, traceSummary, err := startTrace(ctx, st, srv, tracer, traceOpts, listenHost, tlsOpts, logger)
+	if err != nil {
+		return err
+	}
+	defer stopTrace()
 	agboms.Bind(srv.AgBOM())
 	if ragSrv != nil {
 		ragSrv.jobs.SetQueue(queue)
@@ -412,9 +479,13 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 			return fmt.Errorf("RAG service: %w", err)
 		}
 	}
+	executions.Bind(srv.Executions())
 	gw := srv.Gateway()
 	if gw != nil {
 		approvals.Bind(gw)
+		notifier.SetDecider(gw)
+		notifyJobs.Bind(notifier)
+		inviteJobs.Bind(notifier)
 	}
 	// The queue stops when up returns, not when ctx ends, so that
 	// jobs are not cut off halfway through a store write.
@@ -439,6 +510,9 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 	if ragSrv != nil {
 		fmt.Fprintf(w, "  RAG                      %s\n", ragSrv.url)
 	}
+	if routerURL != "" {
+		fmt.Fprintf(w, "  model router             %s\n", routerURL)
+	}
 	fmt.Fprintf(w, "  store                    %s\n", redactURL(storeURL))
 	fmt.Fprintf(w, "  config                   %s\n", clientconfig.Path(home))
 	fmt.Fprintf(w, "  runtime                  %s\n", tuned)
@@ -450,15 +524,32 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 	if sandboxErr != nil {
 		fmt.Fprintf(w, "  OS tool sandbox          unavailable (%v)\n", sandboxErr)
 	}
-	if tracer != nil {
+	for _, line := range traceSummary {
+		fmt.Fprintf(w, "  %s\n", line)
+	}
+	if traceEndpoint != "" {
 		fmt.Fprintf(w, "  traces (OTLP/HTTP)       %s\n", traceEndpoint)
 	}
+	if memLn != nil {
+		fmt.Fprintf(w, "  memory                   %s\n", compileOpts.MemoryURL)
+	}
 	fmt.Fprintf(w, "Press Ctrl-C to stop.\n")
+	memTLS, err := (server.Config{TLSCertFile: tlsOpts.cert, TLSKeyFile: tlsOpts.key}).TLSConfig()
+	if err != nil {
+		return err
+	}
+	stopMemory, err := serveMemory(ctx, memLn, srv, st, compileOpts.ModelRouterURL,
+		memTLS, logger, a.env.Now)
+	if err != nil {
+		return err
+	}
+	memLn = nil // serveMemory owns it now
 	ragCtx, stopRAG := context.WithCancel(ctx)
 	waitRAG := ragSrv.serve(ragCtx, logger)
 	err = srv.ServeListeners(ctx, listeners)
 	stopRAG()
 	waitRAG()
+	stopMemory()
 	if ctx.Err() != nil && (err == nil || errors.Is(err, context.Canceled)) {
 		fmt.Fprintln(w, "Warden stopped.")
 		return nil
@@ -473,6 +564,16 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 // this process works only with the tool gateway (jobs.Cluster.Queues: the
 // approval jobs need one), else nil, and the server refreshes in-process.
 func agbomQueue(q *jobs.AgBOMs, gatewayPort int) agbom.Queue {
+	if gatewayPort == 0 {
+		return nil
+	}
+	return q
+}
+
+// executionQueue is where execution runs go: River's default queue when
+// this process works it (with the tool gateway, which runs need), else
+// nil, and the server runs them in-process.
+func executionQueue(q *jobs.Executions, gatewayPort int) execution.Queue {
 	if gatewayPort == 0 {
 		return nil
 	}

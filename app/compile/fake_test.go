@@ -23,6 +23,11 @@ type fakeReader struct {
 	store.MemberReader
 	// GatewayReader likewise.
 	store.GatewayReader
+	store.RouterReader
+	// RetentionReader likewise.
+	store.RetentionReader
+	// MemoryReader likewise.
+	store.MemoryReader
 	objs  []*resource.Object
 	gets  int
 	lists int

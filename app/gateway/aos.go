@@ -220,7 +220,8 @@ func (gv *governor) ToolCallResult(ctx context.Context, req *aos.Request, p *aos
 		return denyOf(apierr.New(apierr.CodeConflict, "tool call %s is %s: its result was already reported or it never ran", obj.Metadata.Name, v.Status.Phase), obj.Metadata.Name)
 	}
 	ctx, span := g.tracer.Start(ctx, "warden.toolcall.result", trace.WithAttributes(
-		attribute.String("warden.toolcall", obj.Metadata.Name), attribute.String("warden.tool", v.Spec.ToolRef.Name)))
+		attribute.String("warden.toolcall", obj.Metadata.Name), attribute.String("warden.tool", v.Spec.ToolRef.Name),
+		attribute.String("warden.tenant", pr.Tenant), attribute.String("warden.namespace", obj.Metadata.Namespace)))
 	defer span.End()
 	c, _, err := g.callFromRecord(ctx, pr, obj, v, span)
 	if err != nil {
@@ -345,7 +346,7 @@ func (gv *governor) Step(ctx context.Context, req *aos.Request) (aos.Decision, e
 		return denyOf(err, "")
 	}
 	ctx, span := g.tracer.Start(ctx, "warden.aos.step", trace.WithAttributes(attribute.String("aos.method", req.Method),
-		attribute.String("warden.agent", pr.Agent)))
+		attribute.String("warden.agent", pr.Agent), attribute.String("warden.tenant", pr.Tenant), attribute.String("warden.namespace", pr.Namespace)))
 	defer span.End()
 	snap, err := g.catalog.get(ctx, pr.Tenant)
 	if err != nil {

@@ -19,6 +19,15 @@ import (
 	"github.com/warden-dev/warden/app/store"
 )
 
+// Channels a decision arrives through (api.DecideRequest.Channel).
+const (
+	ChannelAPI     = "api"
+	ChannelConsole = "console"
+	ChannelEmail   = "email"
+	ChannelWebhook = "webhook"
+	ChannelSlack   = "slack"
+)
+
 // Approver returns the identity recorded for a decision: a person's
 // e-mail, or the credential's subject.
 func Approver(p auth.Principal) string {
@@ -56,6 +65,9 @@ func (g *Gateway) Decide(ctx context.Context, p auth.Principal, ns, name string,
 	}
 	if len(req.Rationale) > 4096 {
 		return nil, apierr.New(apierr.CodeInvalidRequest, "rationale is longer than 4096 bytes")
+	}
+	if req.Channel == "" {
+		req.Channel = ChannelAPI
 	}
 	now := g.now().UTC()
 	who := Approver(p)
@@ -105,6 +117,7 @@ func (g *Gateway) Decide(ctx context.Context, p auth.Principal, ns, name string,
 			return err
 		}
 		w := &approvalWriter{g: g, tx: tx, tenant: p.Tenant, ns: ns, now: now}
+		w.channel = req.Channel
 		out, err = w.decide(ctx, ap, status, who, req.Rationale)
 		if err != nil {
 			return err
@@ -120,7 +133,7 @@ func (g *Gateway) Decide(ctx context.Context, p auth.Principal, ns, name string,
 			typ = events.ApprovalDenied
 		}
 		w.event(ctx, typ, "Approval/"+name, map[string]any{"approval": name, "toolCall": callName, "decision": req.Decision,
-			"decidedBy": who, "override": override})
+			"decidedBy": who, "override": override, "channel": req.Channel})
 		if callName != "" && req.Decision == api.DecisionApprove {
 			w.event(ctx, events.ToolCallApproved, "ToolCall/"+callName, map[string]any{"approval": name, "approvedBy": who, "override": override})
 			if tq, ok := g.cfg.Queue.(TxQueue); ok {
@@ -133,7 +146,7 @@ func (g *Gateway) Decide(ctx context.Context, p auth.Principal, ns, name string,
 		if override {
 			verb = "approvals/override"
 		}
-		reason := req.Decision
+		reason := req.Decision + " via " + req.Channel
 		if req.Rationale != "" {
 			reason += ": " + req.Rationale
 		}
@@ -213,6 +226,8 @@ type approvalWriter struct {
 	now    time.Time
 	evs    []events.Event
 	err    error
+	// channel is where a decision arrived, recorded with it.
+	channel string
 }
 
 func (w *approvalWriter) event(ctx context.Context, typ, subject string, data map[string]any) {
@@ -233,6 +248,9 @@ func (w *approvalWriter) decide(ctx context.Context, ap *resource.Object, status
 	st := map[string]any{"status": status, "decidedBy": who, "decidedAt": timestamp(w.now)}
 	if rationale != "" {
 		st["rationale"] = rationale
+	}
+	if w.channel != "" {
+		st["channel"] = w.channel
 	}
 	return w.tx.ResourceUpdateStatus(ctx, ap.Key(), st, ap.Metadata.ResourceVersion)
 }
@@ -502,6 +520,9 @@ func (g *Gateway) RequestApproval(ctx context.Context, p auth.Principal, req App
 	err = g.rec.do(ctx, p.Tenant, func(ctx context.Context, tx store.Tx) error {
 		var err error
 		if out, err = tx.ResourceCreate(ctx, ap); err != nil {
+			return err
+		}
+		if err := g.announce(ctx, tx, p.Tenant, out, p.Environment); err != nil {
 			return err
 		}
 		w := &approvalWriter{g: g, tx: tx, tenant: p.Tenant, ns: p.Namespace, now: now}

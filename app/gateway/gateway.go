@@ -138,6 +138,9 @@ type Config struct {
 	// Queue schedules approval resumption and expiry; nil runs resumption
 	// in-process (tests) and leaves expiry to the next read.
 	Queue Queue
+	// Announcer enqueues an approval's notifications in the transaction
+	// that creates it; nil sends none.
+	Announcer Announcer
 	// Bus receives every persisted event after commit.
 	Bus *events.Bus
 	// Tracer makes one trace per call; nil means no tracing.

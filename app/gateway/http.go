@@ -295,7 +295,7 @@ func (g *Gateway) handleCancel(c *fiber.Ctx) error {
 
 func (g *Gateway) handleApprove(c *fiber.Ctx) error {
 	p := principalOf(c)
-	ns, err := namespaceOf(c, p)
+	ns, err := g.callNamespace(c, p)
 	if err != nil {
 		return err
 	}

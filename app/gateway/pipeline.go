@@ -102,7 +102,8 @@ type call struct {
 func (g *Gateway) Call(ctx context.Context, p auth.Principal, req CallRequest) (*Outcome, error) {
 	ctx, span := g.tracer.Start(ctx, "warden.toolcall", trace.WithSpanKind(trace.SpanKindServer),
 		trace.WithAttributes(attribute.String("warden.tool", req.Tool), attribute.String("warden.agent", p.Agent),
-			attribute.String("warden.namespace", p.Namespace), attribute.String("warden.environment", p.Environment)))
+			attribute.String("warden.namespace", p.Namespace), attribute.String("warden.environment", p.Environment),
+			attribute.String("warden.tenant", p.Tenant)))
 	defer span.End()
 	c := &call{g: g, p: p, req: req, now: g.now().UTC(), span: span, mark: g.rec.mark(p.Tenant)}
 	defer c.mark.set(false)

@@ -80,7 +80,8 @@ func (g *Gateway) runClaimed(ctx context.Context, tenant, name string, claimed *
 		return err
 	}
 	ctx, span := g.tracer.Start(ctx, "warden.toolcall.resume", trace.WithAttributes(
-		attribute.String("warden.toolcall", name), attribute.String("warden.tool", v.Spec.ToolRef.Name)))
+		attribute.String("warden.toolcall", name), attribute.String("warden.tool", v.Spec.ToolRef.Name),
+		attribute.String("warden.tenant", tenant), attribute.String("warden.namespace", claimed.Metadata.Namespace)))
 	defer span.End()
 	c, available, err := g.callFromRecord(ctx, recordAgent(tenant, claimed, v), claimed, v, span)
 	if err != nil {

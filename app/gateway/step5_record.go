@@ -107,7 +107,11 @@ func (c *call) record(ctx context.Context) error {
 		}
 		if c.approvalRequired {
 			ap := newApproval(c, c.now.Add(c.settings.ApprovalTimeout))
-			if _, err := tx.ResourceCreate(ctx, ap); err != nil {
+			created, err := tx.ResourceCreate(ctx, ap)
+			if err != nil {
+				return err
+			}
+			if err := c.g.announce(ctx, tx, c.p.Tenant, created, c.p.Environment); err != nil {
 				return err
 			}
 			w.event(ctx, events.ApprovalRequested, c.approvalData(ap))
@@ -136,7 +140,9 @@ func (c *call) record(ctx context.Context) error {
 // input was not modified) and every limit is hard (a soft limit's warning
 // event depends on the counter's new value).
 func (c *call) batchable(limits []policy.Limit) bool {
-	if c.modified {
+	// A paused call's notifications are enqueued in the transaction
+	// that creates its Approval, which the batched writes do not offer.
+	if c.modified || (c.approvalRequired && c.g.cfg.Announcer != nil) {
 		return false
 	}
 	for _, l := range limits {
@@ -350,7 +356,7 @@ func hookDecisionData(hook string, d policy.Decision, modified bool) map[string]
 
 // newApproval builds the Approval record of a paused call.
 func newApproval(c *call, expires time.Time) *resource.Object {
-	return &resource.Object{
+	ap := &resource.Object{
 		APIVersion: resource.GroupVersion,
 		Kind:       resource.KindApproval,
 		Metadata: resource.ObjectMeta{
@@ -368,6 +374,13 @@ func newApproval(c *call, expires time.Time) *resource.Object {
 		},
 		Status: map[string]any{"status": ApprovalPending},
 	}
+	if c.input != nil {
+		ap.Spec["input"] = c.input
+	}
+	if c.decision.Action == resource.ActionRequireApproval && c.decision.Policy != "" {
+		ap.Spec["policy"], ap.Spec["rule"] = c.decision.Ref(), c.decision.Rule
+	}
+	return ap
 }
 
 // charges returns the limits that apply to this call and their charges.
@@ -386,7 +399,9 @@ func (c *call) charges() ([]policy.Limit, []store.UsageCharge) {
 		default:
 			continue
 		}
-		if l.Match != "*" && l.Match != subject {
+		if l.Match != "*" && l.Match != subject || l.MaxCalls == 0 && l.MaxCost == 0 {
+			// Not this call's, or a token budget, which only the model
+			// router counts.
 			continue
 		}
 		name, _ := splitRef(l.Policy)

@@ -12,6 +12,7 @@ import (
 	zoidc "github.com/zitadel/oidc/v3/pkg/oidc"
 
 	"github.com/warden-dev/warden/app/apierr"
+	"github.com/warden-dev/warden/app/audit"
 	"github.com/warden-dev/warden/app/resource"
 	"github.com/warden-dev/warden/app/store"
 	"github.com/warden-dev/warden/tenants"
@@ -212,6 +213,14 @@ func (h *Handler) Callback(c *fiber.Ctx) error {
 		return err
 	}
 	h.log.InfoContext(ctx, "signed in", "tenant", tenant, "issuer", p.issuerURL)
+	// A sign-in is on the tenant's audit log, like every use of a key.
+	if err := h.st.Update(context.WithoutCancel(ctx), tenant, func(ctx context.Context, tx store.Tx) error {
+		_, err := tx.AuditInsert(ctx, audit.Record{Time: h.now().UTC(), Tenant: tenant, Actor: "user:" + email, Verb: "signin",
+			Resource: "sessions", Outcome: audit.OutcomeAllowed, Policy: "oidc:" + p.name, Reason: "signed in with " + p.issuerURL})
+		return err
+	}); err != nil {
+		h.log.ErrorContext(ctx, "audit a sign-in", "err", err)
+	}
 	return c.Redirect(h.cfg.AfterLogin, fiber.StatusFound)
 }
 

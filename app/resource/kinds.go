@@ -38,6 +38,7 @@ const (
 	KindSecret                = "Secret"
 	KindTenant                = "Tenant"
 	KindNamespace             = "Namespace"
+	KindNotificationChannel   = "NotificationChannel"
 )
 
 // catalog lists every kind in a stable order.
@@ -61,6 +62,7 @@ var catalog = []KindInfo{
 	{Kind: KindSecret, Plural: "secrets", APIVersion: GroupVersion, Namespaced: true},
 	{Kind: KindTenant, Plural: "tenants", APIVersion: GroupVersion, Namespaced: false},
 	{Kind: KindNamespace, Plural: "namespaces", APIVersion: GroupVersion, Namespaced: false},
+	{Kind: KindNotificationChannel, Plural: "notificationchannels", APIVersion: GroupVersion, Namespaced: true},
 }
 
 // Kinds returns the catalog in a stable order.

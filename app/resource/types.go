@@ -461,7 +461,7 @@ type PolicyIdempotency struct {
 
 // PolicyLimit is one rate limit or budget.
 type PolicyLimit struct {
-	// Scope is tool, agent or namespace.
+	// Scope is tool, agent, namespace or model (model router only).
 	Scope string `json:"scope"`
 	// Match is a name of the scope, or "*".
 	Match string `json:"match"`
@@ -471,6 +471,9 @@ type PolicyLimit struct {
 	MaxCalls int64 `json:"maxCalls,omitempty"`
 	// MaxCost bounds the cost in USD in the window.
 	MaxCost float64 `json:"maxCost,omitempty"`
+	// MaxTokens bounds the model tokens (prompt and completion) in the
+	// window; only the model router counts tokens.
+	MaxTokens int64 `json:"maxTokens,omitempty"`
 	// Mode is hard (deny) or soft (warn); default hard.
 	Mode string `json:"mode,omitempty"`
 }
@@ -517,7 +520,8 @@ type ExecutionSpec struct {
 
 // ExecutionStatus is the status of an Execution.
 type ExecutionStatus struct {
-	// Phase is Pending, Scheduled, Running, Succeeded, Failed or Cancelled.
+	// Phase is Pending, Scheduled, Running, Waiting (a tool call awaits
+	// approval), Succeeded, Failed or Cancelled.
 	Phase string `json:"phase,omitempty"`
 	// StartedAt is an RFC 3339 UTC timestamp.
 	StartedAt string `json:"startedAt,omitempty"`
@@ -527,6 +531,12 @@ type ExecutionStatus struct {
 	Output map[string]any `json:"output,omitempty"`
 	// Error says why the run failed.
 	Error string `json:"error,omitempty"`
+	// Steps is how many model calls the run made so far.
+	Steps int64 `json:"steps,omitempty"`
+	// ToolCalls names the ToolCalls the run made so far.
+	ToolCalls []string `json:"toolCalls,omitempty"`
+	// WaitingOn names the ToolCall awaiting approval while Waiting.
+	WaitingOn string `json:"waitingOn,omitempty"`
 }
 
 // ToolCallSpec is the spec of a ToolCall, exactly SPEC.md's fields.
@@ -595,6 +605,12 @@ type ApprovalSpec struct {
 	Reason string `json:"reason,omitempty"`
 	// ExpiresAt is an RFC 3339 UTC timestamp.
 	ExpiresAt string `json:"expiresAt,omitempty"`
+	// Input is the call's input as its record holds it (redacted).
+	Input map[string]any `json:"input,omitempty"`
+	// Policy is <policy>@<version> whose Rule asked for approval; empty
+	// when the side-effect class or the tool did.
+	Policy string `json:"policy,omitempty"`
+	Rule   string `json:"rule,omitempty"`
 }
 
 // ApprovalStatus is the status of an Approval.
@@ -607,6 +623,9 @@ type ApprovalStatus struct {
 	DecidedAt string `json:"decidedAt,omitempty"`
 	// Rationale is the approver's reason.
 	Rationale string `json:"rationale,omitempty"`
+	// Channel is how the decision arrived: api, console, email, webhook
+	// or slack.
+	Channel string `json:"channel,omitempty"`
 }
 
 // ConversationSpec is the spec of a Conversation.
@@ -732,6 +751,27 @@ type MemorySpec struct {
 	MaxItems int64 `json:"maxItems,omitempty"`
 	// Endpoint is the memory service URL; empty means the built-in one.
 	Endpoint string `json:"endpoint,omitempty"`
+	// Scope says who shares items: namespace, agent or conversation;
+	// empty means agent.
+	Scope string `json:"scope,omitempty"`
+	// RedactPII redacts personal data and secrets from items before they
+	// are stored; nil means true.
+	RedactPII *bool `json:"redactPII,omitempty"`
+	// Summarize configures summary passes.
+	Summarize *MemorySummarize `json:"summarize,omitempty"`
+}
+
+// MemorySummarize configures a Memory's summary passes.
+type MemorySummarize struct {
+	// Model is asked for the summary through the model router; empty
+	// means an extractive summary.
+	Model string `json:"model,omitempty"`
+	// KeepRecent is how many newest items a pass leaves alone; nil means
+	// 20.
+	KeepRecent *int64 `json:"keepRecent,omitempty"`
+	// Policy is mark (summarized items are kept but hidden from queries)
+	// or delete; empty means mark.
+	Policy string `json:"policy,omitempty"`
 }
 
 // RAGIndexSpec is the spec of a RAGIndex.
@@ -847,6 +887,25 @@ type TenantSpec struct {
 	Owner string `json:"owner,omitempty"`
 	// SSO is the tenant's own single sign-on connection, if any.
 	SSO *TenantSSO `json:"sso,omitempty"`
+	// Retention says how long the tenant's runtime data is kept; nil
+	// keeps the defaults (docs/operations.md).
+	Retention *TenantRetention `json:"retention,omitempty"`
+}
+
+// TenantRetention is spec.retention of a Tenant: how long the retention
+// job keeps each kind of runtime data, as Go durations; empty means the
+// default.
+type TenantRetention struct {
+	// ToolCalls is how long a ToolCall is kept after it finished, and an
+	// Approval after it was decided or expired; default 720h (30 days).
+	// A call that has not finished, and an Approval still pending, are
+	// never deleted.
+	ToolCalls string `json:"toolCalls,omitempty"`
+	// Events is how long internal events are kept; default 168h (7 days).
+	Events string `json:"events,omitempty"`
+	// Audit is how long audit records are kept; default 8760h (365 days).
+	// The chain still verifies from a sealed checkpoint at the cut.
+	Audit string `json:"audit,omitempty"`
 }
 
 // TenantSSO is a tenant's own OIDC connection: the issuer, Warden's client

@@ -254,6 +254,12 @@ func validateRules(o *Object, add addFunc) {
 		checkName(s, "promotesTo", "spec.promotesTo", add)
 	case KindConversation:
 		checkDuration(s, "retention", "spec.retention", add)
+	case KindTenant:
+		if r, ok := s["retention"].(map[string]any); ok {
+			for _, k := range []string{"toolCalls", "events", "audit"} {
+				checkDuration(r, k, "spec.retention."+k, add)
+			}
+		}
 	case KindMemory:
 		checkDuration(s, "ttl", "spec.ttl", add)
 		checkURL(s, "endpoint", "spec.endpoint", add)
@@ -280,6 +286,8 @@ func validateRules(o *Object, add addFunc) {
 				add("spec.path", ErrCodeRequired, "a knowledge source of type file needs spec.path")
 			}
 		}
+	case KindNotificationChannel:
+		validateNotificationChannel(s, add)
 	case KindSecret:
 		for _, field := range []string{"data", "sealed"} {
 			d, ok := s[field].(map[string]any)
@@ -483,8 +491,9 @@ func validatePolicy(s map[string]any, add addFunc) {
 			checkDuration(lm, "window", p+".window", add)
 			_, calls := lm["maxCalls"]
 			_, cost := lm["maxCost"]
-			if !calls && !cost {
-				add(p+".maxCalls", ErrCodeRequired, "a limit needs maxCalls, maxCost or both")
+			_, tokens := lm["maxTokens"]
+			if !calls && !cost && !tokens {
+				add(p+".maxCalls", ErrCodeRequired, "a limit needs maxCalls, maxCost or maxTokens")
 			}
 		}
 	}

@@ -61,6 +61,16 @@ func validObjects() []*Object {
 		obj(KindSecret, "openai", map[string]any{"data": map[string]any{"apiKey": "sk-1"}}),
 		obj(KindTenant, "acme", map[string]any{"displayName": "Acme", "owner": "o@acme.example"}),
 		obj(KindNamespace, "team-a", nil),
+		obj(KindNotificationChannel, "ops-mail", map[string]any{"type": "email", "maxAttempts": int64(5),
+			"selector": map[string]any{"environments": []any{"prod"}, "sideEffects": []any{"financial"}},
+			"email": map[string]any{"to": []any{"ops@example.com"}, "from": "warden@example.com",
+				"smtp": map[string]any{"host": "smtp.example.com", "port": int64(587), "username": "warden",
+					"passwordSecretRef": map[string]any{"name": "smtp", "key": "password"}}}}),
+		obj(KindNotificationChannel, "ops-hook", map[string]any{"type": "webhook",
+			"webhook": map[string]any{"url": "https://hooks.example.com/warden", "signingSecretRef": map[string]any{"name": "hook", "key": "secret"}}}),
+		obj(KindNotificationChannel, "ops-chat", map[string]any{"type": "slack",
+			"slack": map[string]any{"webhookURLSecretRef": map[string]any{"name": "slack", "key": "url"}, "signingSecretRef": map[string]any{"name": "slack", "key": "signing"},
+				"botTokenSecretRef": map[string]any{"name": "slack", "key": "bot"}, "apiURL": "https://slack.example.com/api"}}),
 		obj(KindConversation, "c2", map[string]any{"agentRef": map[string]any{"name": "support-bot"}}),
 	}
 	objs[0].Metadata.Labels = map[string]string{"app.kubernetes.io/name": "bot", "tier": ""}
@@ -111,6 +121,7 @@ func TestTypedSpecsMatchSchemas(t *testing.T) {
 		KindSecret:                rt[SecretSpec],
 		KindTenant:                rt[TenantSpec],
 		KindNamespace:             rt[NamespaceSpec],
+		KindNotificationChannel:   rt[NotificationChannelSpec],
 	}
 	for _, o := range validObjects() {
 		f, ok := roundTrip[o.Kind]
@@ -335,6 +346,15 @@ func TestValidateRejects(t *testing.T) {
 			name: "memory and conversation durations",
 			in:   obj(KindMemory, "m", map[string]any{"ttl": "1y", "type": "forever", "endpoint": "nope"}),
 			want: []wantErr{{"spec.endpoint", ErrCodeInvalid}, {"spec.ttl", ErrCodeInvalid}, {"spec.type", ErrCodeNotSupported}},
+		},
+		{
+			name: "tenant retention durations",
+			in: func() *Object {
+				o := obj(KindTenant, "acme", map[string]any{"retention": map[string]any{"toolCalls": "30d", "events": "-1h", "audit": "8760h"}})
+				o.Metadata.Namespace = ""
+				return o
+			}(),
+			want: []wantErr{{"spec.retention.events", ErrCodeInvalid}, {"spec.retention.toolCalls", ErrCodeInvalid}},
 		},
 		{
 			name: "long name",

@@ -83,14 +83,21 @@ func parseSince(v string, now time.Time) (time.Time, error) {
 }
 
 // handleAuditVerify walks the tenant's whole chain and reports every
-// modified, missing, reordered or truncated record.
+// modified, missing, reordered or truncated record. After a retention cut
+// the chain starts from the tenant's checkpoint, whose seal must open
+// under the master key.
 func (s *Server) handleAuditVerify(c *fiber.Ctx) error {
 	if err := s.authorizeAudit(c, "verify"); err != nil {
 		return err
 	}
 	var all []audit.Record
 	var head int64
+	var cp *audit.Checkpoint
 	err := s.store.View(c.UserContext(), principal(c).Tenant, func(ctx context.Context, r store.Reader) error {
+		var err error
+		if cp, err = r.AuditCheckpoint(ctx); err != nil {
+			return err
+		}
 		if h, ok := r.(auditHeader); ok {
 			var err error
 			if head, err = h.AuditHead(ctx); err != nil {
@@ -98,6 +105,9 @@ func (s *Server) handleAuditVerify(c *fiber.Ctx) error {
 			}
 		}
 		params := store.AuditListParams{Limit: store.MaxPageSize}
+		if cp != nil {
+			params.After = cp.Seq
+		}
 		for {
 			page, err := r.AuditList(ctx, params)
 			if err != nil {
@@ -113,5 +123,5 @@ func (s *Server) handleAuditVerify(c *fiber.Ctx) error {
 	if err != nil {
 		return storeError(err)
 	}
-	return c.JSON(audit.VerifyChain(all, head))
+	return c.JSON(audit.VerifyChainFrom(s.cfg.Keyring, cp, all, head))
 }

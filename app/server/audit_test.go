@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"net/http"
 	"path/filepath"
 	"testing"
@@ -11,6 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 	_ "modernc.org/sqlite"
 
+	"github.com/warden-dev/warden/app/audit"
+	"github.com/warden-dev/warden/app/resource"
+	"github.com/warden-dev/warden/app/server"
+	"github.com/warden-dev/warden/app/store"
 	"github.com/warden-dev/warden/app/store/postgres/pgtest"
 )
 
@@ -112,6 +117,87 @@ func TestAuditList(t *testing.T) {
 	require.Equal(t, "NotFound", rec["reason"])
 	require.Equal(t, "APIKey admin: owner@*", rec["policy"], "the grant that allowed the call")
 	require.Equal(t, http.StatusBadRequest, b.do(t, http.MethodGet, "/v1/audit?since=yesterday", "", nil).status)
+}
+
+// After retention cut the oldest records, the chain verifies from the
+// sealed checkpoint; a checkpoint moved or removed is caught.
+func TestAuditVerifyAfterRetentionCut(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name  string
+		stmts []string
+		kind  string
+	}{
+		{"intact", nil, ""},
+		{"checkpoint moved forward", []string{
+			"UPDATE audit_checkpoints SET seq = seq + 1, hash = (SELECT hash FROM audit_log a WHERE a.seq = audit_checkpoints.seq + 1)",
+			"DELETE FROM audit_log WHERE seq = (SELECT seq FROM audit_checkpoints)",
+		}, audit.ProblemCheckpoint},
+		{"checkpoint removed", []string{"DELETE FROM audit_checkpoints"}, audit.ProblemMissing},
+		{"record after the checkpoint deleted", []string{"DELETE FROM audit_log WHERE seq = (SELECT seq + 1 FROM audit_checkpoints)"}, audit.ProblemMissing},
+	}
+	for _, backend := range []string{"sqlite", "postgres"} {
+		for _, tc := range cases {
+			t.Run(backend+"/"+tc.name, func(t *testing.T) {
+				t.Parallel()
+				ctx := context.Background()
+				var url string
+				var tamper tamperer
+				if backend == "sqlite" {
+					path := filepath.Join(t.TempDir(), "w.db")
+					url, tamper = "sqlite://"+path, sqliteTamperer(path)
+				} else {
+					url = pgtest.NewDatabase(t)
+					tamper = postgresTamperer(url)
+				}
+				b := setup(t, url)
+				// Audit records are kept a nanosecond: a round cuts every
+				// record written before it.
+				require.NoError(t, b.store.Update(ctx, server.LocalTenant, func(ctx context.Context, tx store.Tx) error {
+					spec := map[string]any{"retention": map[string]any{"audit": "1ns"}}
+					o, err := tx.ResourceGet(ctx, resource.Key{Kind: resource.KindTenant, Name: server.LocalTenant})
+					if errors.Is(err, store.ErrNotFound) {
+						_, err = tx.ResourceCreate(ctx, &resource.Object{APIVersion: resource.GroupVersion, Kind: resource.KindTenant,
+							Metadata: resource.ObjectMeta{Name: server.LocalTenant}, Spec: spec})
+						return err
+					}
+					if err != nil {
+						return err
+					}
+					o.Spec["retention"] = spec["retention"]
+					_, err = tx.ResourceUpdate(ctx, o)
+					return err
+				}))
+				for range 6 {
+					require.Equal(t, http.StatusOK, b.do(t, http.MethodGet, "/v1/namespaces/default/agents", "", nil).status)
+				}
+				require.NoError(t, b.srv.Retain(ctx))
+				for range 3 {
+					require.Equal(t, http.StatusOK, b.do(t, http.MethodGet, "/v1/namespaces/default/agents", "", nil).status)
+				}
+				r := b.do(t, http.MethodGet, "/v1/audit/verify", "", nil)
+				require.Equal(t, http.StatusOK, r.status, string(r.body))
+				rep := r.json(t)
+				require.Equal(t, true, rep["ok"], string(r.body))
+				cp := rep["checkpoint"].(map[string]any)
+				require.GreaterOrEqual(t, cp["seq"], float64(6), string(r.body))
+				require.GreaterOrEqual(t, rep["records"], float64(3), string(r.body))
+				if tc.stmts == nil {
+					return
+				}
+				tamper(t, tc.stmts...)
+				r = b.do(t, http.MethodGet, "/v1/audit/verify", "", nil)
+				require.Equal(t, http.StatusOK, r.status, string(r.body))
+				rep = r.json(t)
+				require.Equal(t, false, rep["ok"], string(r.body))
+				var kinds []string
+				for _, p := range rep["problems"].([]any) {
+					kinds = append(kinds, p.(map[string]any)["kind"].(string))
+				}
+				require.Contains(t, kinds, tc.kind, string(r.body))
+			})
+		}
+	}
 }
 
 // TestAuditNamesTheGrant: a viewer key made admin of a namespace by a

@@ -48,6 +48,9 @@ func newPeopleSignIn(cfg Config) (*oidc.Handler, error) {
 // the Authorizer.
 func (s *Server) buildConsole() error {
 	svc := tenants.New(s.store, s.authz, s.now, s.log)
+	if s.cfg.Inviter != nil {
+		svc = svc.WithInviter(s.cfg.Inviter)
+	}
 	deps := web.Deps{
 		Principal:  s.consolePrincipal,
 		CSRFToken:  oidc.CSRFToken,
@@ -58,6 +61,11 @@ func (s *Server) buildConsole() error {
 		Namespaces: consoleNamespaces{s: s, svc: svc},
 		APIKeys:    consoleAPIKeys{s: s},
 		Audit:      consoleAudit{s: s},
+		Approvals:  consoleScreens{s: s},
+		ToolCalls:  consoleScreens{s: s},
+		Fleet:      consoleFleet{cs: consoleScreens{s: s}},
+		Menu:       consoleScreens{s: s}.menu,
+		Traces:     consoleTraces{s: s},
 		Log:        s.log,
 		Now:        s.now,
 		Authorize:  s.authz.Authorize,
@@ -89,12 +97,12 @@ func (s *Server) buildConsole() error {
 func (s *Server) consoleRoutes(app *fiber.App) {
 	app.Use(s.consoleGuard)
 	if s.oidc != nil && s.cfg.OIDC == nil {
-		app.Get(oidc.LocalLinkPath, web.SecurityHeaders, s.oidc.LocalLink)
+		app.Get(oidc.LocalLinkPath, web.SecurityHeaders, s.console.PageErrors, s.oidc.LocalLink)
 		app.Post("/auth/logout", web.SecurityHeaders, s.oidc.Logout)
 	}
 	if s.oidc != nil && s.cfg.OIDC != nil {
-		app.Get("/auth/login", web.SecurityHeaders, s.oidc.Login)
-		app.Get("/auth/callback", web.SecurityHeaders, s.oidc.Callback)
+		app.Get("/auth/login", web.SecurityHeaders, s.console.PageErrors, s.oidc.Login)
+		app.Get("/auth/callback", web.SecurityHeaders, s.console.PageErrors, s.oidc.Callback)
 		app.Post("/auth/logout", web.SecurityHeaders, s.oidc.Logout)
 	}
 	s.console.Register(app)
@@ -146,6 +154,9 @@ type consoleAction struct {
 	tenant, actor string
 	err           error
 	noted         bool
+	// recorded is set when the service wrote the action's audit record
+	// itself (an approval decision with its rationale).
+	recorded bool
 }
 
 type consoleActionKey struct{}
@@ -192,6 +203,9 @@ func (s *Server) auditConsole(c *fiber.Ctx, p auth.Principal, signedIn bool, act
 	}
 	if !signedIn && act.tenant == "" {
 		return // nobody to attribute it to, and no tenant to write it in
+	}
+	if act.recorded && err == nil && act.err == nil {
+		return
 	}
 	status := c.Response().StatusCode()
 	if err != nil {

@@ -16,6 +16,9 @@ type Listeners struct {
 	Control, Gateway net.Listener
 	// MCP is the MCP gateway's (BindMCP), nil when it is off.
 	MCP net.Listener
+	// Router is the model router's, nil when the router is off
+	// (ListenRouter binds it).
+	Router net.Listener
 }
 
 // BindError is a listener that could not be bound.
@@ -36,6 +39,7 @@ func (e *BindError) Unwrap() error { return e.Err }
 const (
 	ServiceControl = "control plane"
 	ServiceGateway = "tool gateway"
+	ServiceRouter  = "model router"
 )
 
 // Listen binds the control plane on controlAddr and the tool gateway on
@@ -59,12 +63,23 @@ func Listen(controlAddr, gatewayAddr string) (*Listeners, error) {
 	return ls, nil
 }
 
+// ListenRouter binds the model router on addr. A failure is a
+// *BindError; the other listeners stay bound (Close closes them).
+func (ls *Listeners) ListenRouter(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return &BindError{Service: ServiceRouter, Addr: addr, Err: err}
+	}
+	ls.Router = ln
+	return nil
+}
+
 // Close closes the listeners that are still open.
 func (ls *Listeners) Close() {
 	if ls == nil {
 		return
 	}
-	for _, l := range []net.Listener{ls.Control, ls.Gateway, ls.MCP} {
+	for _, l := range []net.Listener{ls.Control, ls.Gateway, ls.MCP, ls.Router} {
 		if l != nil {
 			_ = l.Close()
 		}
@@ -83,6 +98,14 @@ func (s *Server) ServeListeners(ctx context.Context, ls *Listeners) error {
 	if (s.gateway == nil) != (ls.Gateway == nil) {
 		ls.Close()
 		return errors.New("serve: the gateway's listener and configuration disagree (GatewayAddr off or not)")
+	}
+	if (s.router == nil) != (ls.Router == nil) {
+		ls.Close()
+		return errors.New("serve: the model router's listener and configuration disagree (RouterAddr set or not)")
+	}
+	if s.router != nil {
+		stop := s.serveRouter(ctx, ls.Router, tlsCfg)
+		defer stop()
 	}
 	ln := ls.Control
 	if tlsCfg != nil {

@@ -31,6 +31,10 @@ type auditInfo struct {
 	namespace string
 	resource  string
 	policy    string
+	// recorded is set by a handler whose service wrote the call's audit
+	// record itself, with more than this one would say (a decision and
+	// its rationale); a successful call then gets no second record.
+	recorded bool
 }
 
 // hardBodyLimit is where the HTTP transport stops reading and drops the
@@ -76,6 +80,9 @@ func (s *Server) audit(c *fiber.Ctx) error {
 	ctx, trail := authz.WithTrail(c.UserContext())
 	c.SetUserContext(ctx)
 	err := c.Next()
+	if err == nil && info.recorded {
+		return nil
+	}
 	p := principal(c)
 	status := c.Response().StatusCode()
 	if err != nil {

@@ -53,7 +53,7 @@ func TestCompactChanges(t *testing.T) {
 }
 
 // The sweep follows each tenant's own policies: a claim or counter goes once
-// the longest window of the tenant's policies (and an hour) has passed,
+// the longest window of the tenant's policies (and a minute) has passed,
 // and not before.
 func TestSweepGateway(t *testing.T) {
 	t.Parallel()
@@ -95,13 +95,13 @@ func TestSweepGateway(t *testing.T) {
 		}))
 		return err
 	}))
-	claimAt("acme", "old", now.Add(-3*time.Hour-time.Minute)) // past 2h + 1h
-	claimAt("acme", "kept", now.Add(-2*time.Hour-30*time.Minute))
-	claimAt("globex", "old", now.Add(-80*time.Minute)) // past 10m + 1h
-	claimAt("globex", "kept", now.Add(-30*time.Minute))
+	claimAt("acme", "old", now.Add(-2*time.Hour-2*time.Minute)) // past 2h + 1m
+	claimAt("acme", "kept", now.Add(-2*time.Hour-30*time.Second))
+	claimAt("globex", "old", now.Add(-12*time.Minute)) // past 10m + 1m
+	claimAt("globex", "kept", now.Add(-10*time.Minute-30*time.Second))
 	require.NoError(t, st.Update(ctx, "acme", func(ctx context.Context, tx store.Tx) error {
 		_, _, err := tx.UsageCharge(ctx, []store.UsageCharge{
-			{UsageKey: counter(now.Add(-2*time.Hour - time.Minute)), Calls: 1}, // past 1h + 1h
+			{UsageKey: counter(now.Add(-time.Hour - 2*time.Minute)), Calls: 1}, // past 1h + 1m
 			{UsageKey: counter(now.Add(-time.Hour)), Calls: 2},
 		})
 		return err
@@ -115,7 +115,7 @@ func TestSweepGateway(t *testing.T) {
 		require.Equal(t, tc.held, held(tc.tenant, tc.key), "%s/%s", tc.tenant, tc.key)
 	}
 	require.NoError(t, st.View(ctx, "acme", func(ctx context.Context, r store.Reader) error {
-		got, err := r.UsageGet(ctx, []store.UsageKey{counter(now.Add(-2*time.Hour - time.Minute)), counter(now.Add(-time.Hour))})
+		got, err := r.UsageGet(ctx, []store.UsageKey{counter(now.Add(-time.Hour - 2*time.Minute)), counter(now.Add(-time.Hour))})
 		require.Equal(t, []store.UsageTotal{{}, {Calls: 2}}, got)
 		return err
 	}))

@@ -34,6 +34,9 @@ func (s *Server) routes() *fiber.App {
 	// agents exchange their credential (in the body) for a token.
 	app.Get(workload.JWKSPath, s.issuer.JWKSHandler())
 	app.Post("/v1/auth/token", s.exchange.TokenHandler())
+	if s.cfg.PublicRoutes != nil {
+		s.cfg.PublicRoutes(app)
+	}
 
 	v1 := app.Group("/v1", s.authenticate, s.audit)
 	v1.Post("/resources/apply", s.handleApply)
@@ -47,6 +50,7 @@ func (s *Server) routes() *fiber.App {
 	s.apikeyRoutes(v1)
 	s.approvalRoutes(v1)
 	s.agbomRoutes(v1)
+	s.executionRoutes(v1)
 
 	v1.Get("/namespaces/:ns/:plural", s.handleList)
 	v1.Get("/namespaces/:ns/:plural/:name", s.handleGet)

@@ -24,17 +24,20 @@ import (
 	"github.com/warden-dev/warden/app/authz"
 	"github.com/warden-dev/warden/app/compile"
 	"github.com/warden-dev/warden/app/events"
+	"github.com/warden-dev/warden/app/execution"
 	"github.com/warden-dev/warden/app/gateway"
 	"github.com/warden-dev/warden/app/listener"
 	"github.com/warden-dev/warden/app/mcp"
 	"github.com/warden-dev/warden/app/oidc"
 	"github.com/warden-dev/warden/app/policy"
 	"github.com/warden-dev/warden/app/resource"
+	"github.com/warden-dev/warden/app/router"
 	"github.com/warden-dev/warden/app/secret"
 	"github.com/warden-dev/warden/app/store"
 	"github.com/warden-dev/warden/app/watch"
 	"github.com/warden-dev/warden/app/workload"
 	"github.com/warden-dev/warden/jobs"
+	"github.com/warden-dev/warden/tenants"
 	"github.com/warden-dev/warden/web"
 )
 
@@ -108,8 +111,23 @@ type Config struct {
 	// per cluster, as River periodic jobs that New binds to this server;
 	// nil runs rotation and retention on this server's own timers.
 	Cluster *jobs.Cluster
+	// ExecutionQueue runs executions as durable jobs (jobs.Executions);
+	// nil runs them in goroutines of this process.
+	ExecutionQueue execution.Queue
+	// Announcer enqueues a new Approval's notifications in the transaction
+	// that creates it (notifications.Service); nil sends none.
+	Announcer gateway.Announcer
+	// Inviter (optional) e-mails member invitations (notifications.Service).
+	Inviter tenants.Inviter
+	// PublicRoutes, when set, mounts routes that authenticate on their own
+	// (signed notification callbacks, e-mail link pages) ahead of /v1's
+	// authentication.
+	PublicRoutes func(r fiber.Router)
 	// Tracer receives one trace per tool call; nil means none.
 	Tracer trace.TracerProvider
+	// RouterAddr is the model router listener (port 8083); "" serves no
+	// router.
+	RouterAddr string
 	// Timeouts bound how long a client may take to send a request on
 	// every listener (zero fields: listener's defaults).
 	Timeouts listener.Timeouts
@@ -174,6 +192,11 @@ func (c Config) Validate() error {
 	}
 	if err := CheckTransport(c.ControlAddr, c.TLSCertFile != "", c.AllowPlaintext); err != nil {
 		return err
+	}
+	if c.RouterAddr != "" {
+		if err := CheckTransport(c.RouterAddr, c.TLSCertFile != "", c.AllowPlaintext); err != nil {
+			return err
+		}
 	}
 	if c.MCPAddr != "" {
 		if err := CheckTransport(c.MCPAddr, c.TLSCertFile != "", c.AllowPlaintext); err != nil {
@@ -243,6 +266,8 @@ type Server struct {
 	console *web.Console
 	// gateway is the tool gateway; nil with GatewayAddr "off".
 	gateway *gateway.Gateway
+	// router is the model router; nil without RouterAddr.
+	router *router.Router
 	// mcp is the MCP gateway and mcpLn its listener; nil without MCPAddr.
 	mcp   *mcp.Service
 	mcpLn net.Listener
@@ -250,6 +275,8 @@ type Server struct {
 	// subscription.
 	agbom     *agbom.Service
 	stopAgBOM func()
+	// executions runs agents (app/execution).
+	executions *execution.Service
 	// base ends streams when the server shuts down.
 	base   context.Context
 	cancel context.CancelFunc
@@ -326,7 +353,7 @@ func New(cfg Config) (*Server, error) {
 		}
 		gwCfg := gateway.Config{
 			Store: cfg.Store, Policies: policies, Authn: auth.NewAuthenticator(cfg.Store, cfg.Now, gwVerifiers...), Authz: az,
-			Secrets: secret.NewBroker(cfg.Keyring), OS: cfg.Sandbox, Guardians: cfg.Guardians, Queue: cfg.Queue, Bus: bus,
+			Secrets: secret.NewBroker(cfg.Keyring), OS: cfg.Sandbox, Guardians: cfg.Guardians, Queue: cfg.Queue, Announcer: cfg.Announcer, Bus: bus,
 			Tracer: cfg.Tracer, URL: cfg.Compile.ToolGatewayURL, Logger: cfg.Logger, Now: cfg.Now,
 			Timeouts: cfg.Timeouts,
 		}
@@ -347,6 +374,12 @@ func New(cfg Config) (*Server, error) {
 			s.mcp.Bind(gw)
 		}
 	}
+	if cfg.RouterAddr != "" {
+		if s.router, err = newRouter(cfg, issuer, people, policies, az, bus); err != nil {
+			cancel()
+			return nil, err
+		}
+	}
 	if err := s.buildConsole(); err != nil {
 		cancel()
 		return nil, err
@@ -356,6 +389,11 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("agbom: %w", err)
 	}
 	s.stopAgBOM = s.agbom.Watch(bus, cfg.AgBOMQueue)
+	if s.executions, err = execution.New(execution.Config{Store: cfg.Store, Issuer: issuer, Bus: bus, Queue: cfg.ExecutionQueue,
+		ModelRouterURL: cfg.Compile.ModelRouterURL, ToolGatewayURL: cfg.Compile.ToolGatewayURL, Logger: cfg.Logger, Now: cfg.Now}); err != nil {
+		cancel()
+		return nil, fmt.Errorf("executions: %w", err)
+	}
 	// Grants change with RoleBindings and the Tenant record: drop the
 	// tenant's cached decisions whenever one is applied.
 	bus.Subscribe(func(ev events.Event) {
@@ -372,6 +410,10 @@ func New(cfg Config) (*Server, error) {
 
 // Issuer returns the workload identity issuer.
 func (s *Server) Issuer() *workload.Issuer { return s.issuer }
+
+// Authorizer returns the authorizer, whose grants the server keeps current
+// as RoleBindings change: services served beside it (memory) decide with it.
+func (s *Server) Authorizer() *authz.Authorizer { return s.authz }
 
 func ephemeralKeyring() (*secret.Keyring, error) {
 	key := make([]byte, 32)
@@ -393,10 +435,6 @@ func (s *Server) App() *fiber.App { return s.app }
 
 // Bus returns the in-process event bus.
 func (s *Server) Bus() *events.Bus { return s.bus }
-
-// Authorizer returns the authorizer every API of this process asks (the
-// RAG service of `warden up` among them); its cache follows RoleBindings.
-func (s *Server) Authorizer() *authz.Authorizer { return s.authz }
 
 // Serve serves on ln until ctx is cancelled, then shuts down gracefully.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
@@ -438,6 +476,7 @@ func (s *Server) stopBackground() {
 // closeGateway stops the gateway's background work once no request can
 // reach it any more: the calls in flight have recorded their results.
 func (s *Server) closeGateway() {
+	s.executions.Close()
 	if s.gateway != nil {
 		s.gateway.Close()
 	}
@@ -471,6 +510,12 @@ func (s *Server) ListenAndServe(ctx context.Context) error {
 	ls, err := Listen(s.cfg.ControlAddr, gatewayAddr)
 	if err != nil {
 		return err
+	}
+	if s.router != nil {
+		if err := ls.ListenRouter(s.cfg.RouterAddr); err != nil {
+			ls.Close()
+			return err
+		}
 	}
 	if s.mcp != nil && s.gateway != nil {
 		if err := ls.BindMCP(s.cfg.MCPAddr); err != nil {

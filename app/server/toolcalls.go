@@ -25,6 +25,10 @@ var listFilters = map[string]map[string]string{
 		"tool":  "spec.toolRef.name",
 		"phase": "status.phase",
 	},
+	resource.KindExecution: {
+		"agent": "spec.agentRef.name",
+		"phase": "status.phase",
+	},
 	resource.KindApproval: {
 		"agent":  "spec.agentRef.name",
 		"tool":   "spec.toolRef.name",
@@ -104,6 +108,8 @@ func (s *Server) handleDecide(override bool) fiber.Handler {
 		if err != nil {
 			return err
 		}
+		// The gateway recorded the decision, its channel and rationale.
+		info.recorded = true
 		return c.JSON(present(ap))
 	}
 }

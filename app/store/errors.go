@@ -17,4 +17,6 @@ var (
 	ErrInvalidContinue = errors.New("invalid continue token")
 	// ErrNoTenant means a call was made without a tenant.
 	ErrNoTenant = errors.New("tenant is required")
+	// ErrInvalid means a record given to a write is malformed.
+	ErrInvalid = errors.New("invalid record")
 )

@@ -74,6 +74,9 @@ type Store interface {
 	// e-mail, API key usage and the signing keys.
 	IdentityStore
 
+	// TraceStore holds spans, their call aggregates and OCSF events.
+	TraceStore
+
 	// Close releases the driver's resources.
 	Close() error
 }
@@ -101,6 +104,12 @@ type Reader interface {
 	GatewayReader
 	// RAGReader reads the RAG service's documents and chunks.
 	RAGReader
+	// RouterReader reads the model router's routing decisions.
+	RouterReader
+	// RetentionReader reads the oldest records and the audit checkpoint.
+	RetentionReader
+	// MemoryReader reads the memory service's items.
+	MemoryReader
 }
 
 // Tx is a read-write transaction bound to one tenant.
@@ -137,6 +146,12 @@ type Tx interface {
 	GatewayTx
 	// RAGTx writes the RAG service's documents and chunks.
 	RAGTx
+	// RouterTx records the model router's routing decisions.
+	RouterTx
+	// RetentionTx deletes what the tenant's retention policy lets go.
+	RetentionTx
+	// MemoryTx writes the memory service's items.
+	MemoryTx
 }
 
 // ListParams selects one page of a list.

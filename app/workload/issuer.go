@@ -28,6 +28,9 @@ const (
 	AudienceControlPlane = "warden:control-plane"
 	AudienceModelRouter  = "warden:model-router"
 	AudienceMCPGateway   = "warden:mcp-gateway"
+	AudienceMemory       = "warden:memory"
+	// AudienceTrace is the trace service's ingest (OTLP, OCSF).
+	AudienceTrace = "warden:trace"
 	// AudienceRAG is the RAG service's (app/rag).
 	AudienceRAG = "warden:rag"
 )

@@ -34,6 +34,9 @@ type Env struct {
 	StyleURL         string
 	ScriptURL        string
 	Log              *slog.Logger
+	// Menu, when set, reports which Nav keys the person may use; the menu
+	// shows only those. Nil shows every item.
+	Menu func(ctx context.Context, p auth.Principal) map[string]bool
 	// Authorize is app/authz's decision (web.Deps.Authorize).
 	Authorize func(ctx context.Context, p auth.Principal, verb, namespace, object string) error
 }
@@ -64,6 +67,16 @@ func (e *Env) Page(c *fiber.Ctx, title, active string) Page {
 		return pg
 	}
 	pg.SignedIn, pg.UserEmail, pg.Tenant = true, p.Email, p.Tenant
+	pg.Nav = Nav
+	if e.Menu != nil {
+		allowed := e.Menu(c.UserContext(), p)
+		pg.Nav = nil
+		for _, item := range Nav {
+			if allowed[item.Key] {
+				pg.Nav = append(pg.Nav, item)
+			}
+		}
+	}
 	if pg.UserEmail == "" {
 		pg.UserEmail = p.Subject
 	}

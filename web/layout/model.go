@@ -28,6 +28,8 @@ type Page struct {
 	// StyleURL and ScriptURL are the content-hashed asset URLs.
 	StyleURL  string
 	ScriptURL string
+	// Nav is the navigation the person may use (Env.Menu filters Nav).
+	Nav []NavItem
 }
 
 // TenantOption is one entry of the tenant switcher.
@@ -46,10 +48,14 @@ type NavItem struct {
 
 // Nav is the console's main navigation, in order.
 var Nav = []NavItem{
+	{Key: "approvals", Label: "Approvals", Href: "/approvals"},
+	{Key: "toolcalls", Label: "Tool calls", Href: "/toolcalls"},
+	{Key: "fleet", Label: "Fleet", Href: "/fleet"},
 	{Key: "members", Label: "Members", Href: "/members"},
 	{Key: "namespaces", Label: "Namespaces", Href: "/namespaces"},
 	{Key: "apikeys", Label: "API keys", Href: "/apikeys"},
 	{Key: "audit", Label: "Audit", Href: "/audit"},
+	{Key: "traces", Label: "Traces", Href: "/traces"},
 }
 
 // Count writes "1 key", "3 keys".

@@ -22,7 +22,7 @@ type Service interface {
 	// Members lists the caller's tenant's members with their role.
 	Members(ctx context.Context, p auth.Principal) ([]Member, error)
 	// Invite adds a person to the caller's tenant with a role, in a
-	// namespace ("*" for all) unless the role is owner.
+	// namespace ("*" or empty: default) unless the role is owner.
 	Invite(ctx context.Context, p auth.Principal, inv Invitation) error
 	// Remove removes a person from the caller's tenant.
 	Remove(ctx context.Context, p auth.Principal, email string) error

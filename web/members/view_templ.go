@@ -200,7 +200,7 @@ func Region(m Model) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 16, "</select></div><div class=\"field\"><label for=\"invite-namespace\">Namespace <span class=\"hint\">(* for all)</span></label> <input id=\"invite-namespace\" name=\"namespace\" type=\"text\" value=\"")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 16, "</select></div><div class=\"field\"><label for=\"invite-namespace\">Namespace <span class=\"hint\">(a role is granted in one namespace; * or empty means default)</span></label> <input id=\"invite-namespace\" name=\"namespace\" type=\"text\" value=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -71,7 +71,7 @@ func (f *Fake) Deps() web.Deps {
 		Principal: f.Principal, CSRFToken: f.CSRFToken,
 		Issuers:   []signin.Issuer{{ID: "test", Name: "Test IdP"}},
 		TenantSSO: f,
-		Signup:    f, Members: f, Namespaces: f, APIKeys: f, Audit: f, Tenants: f,
+		Signup:    f, Members: f, Namespaces: f, APIKeys: f, Audit: f, Tenants: f, Traces: f,
 		Now: f.now, Authorize: f.Authorize,
 	}
 }

@@ -68,8 +68,19 @@ func seedTenant(t *testing.T, s store.Store, tenant string) {
 		if err := tx.RAGTermAdjust(ctx, "default", "docs", map[string]int64{"owned": 1}); err != nil {
 			return err
 		}
+		if err := tx.RouteDecisionInsert(ctx, []store.RouteDecision{{ID: "d-" + tenant, Namespace: "default", Route: "r", Time: time.Unix(0, 0), Data: []byte(`{}`)}}); err != nil {
+			return err
+		}
+		if _, err := tx.MemoryItemInsert(ctx, store.MemoryItem{ID: "item-" + tenant, Namespace: "default", Memory: "notes", Text: "owned by " + tenant}); err != nil {
+			return err
+		}
 		return tx.APIKeyInsert(ctx, store.APIKey{ID: "key-" + tenant, SecretHash: hex.EncodeToString(sum[:]), Namespace: "*", Role: "admin"})
 	}))
+	sp := storetest.NewSpan(storetest.NewTraceID(), [8]byte{}, "s", time.Unix(1_800_000_000, 0), time.Second)
+	require.NoError(t, s.SpanWrite(context.Background(), tenant, &store.SpanBatch{Spans: []store.Span{sp},
+		Resources: []store.SpanResource{{ID: 1, Data: []byte("r")}},
+		Rollups:   []store.SpanRollup{{Namespace: "default", Tool: "t", Minute: 60, Calls: 1}},
+		Events:    []store.OCSFEvent{{Namespace: "default", Time: 1, ClassUID: 6003, Data: []byte("{}")}}}))
 	require.NoError(t, s.SessionInsert(context.Background(), store.Session{IDHash: sessionHash(tenant), Tenant: tenant,
 		Email: "owner@" + tenant + ".example", ExpiresAt: time.Now().Add(time.Hour)}))
 }
@@ -258,6 +269,14 @@ func testRowLevelSecurity(t *testing.T, url string, s store.Store) {
 		{"rag_chunks", `INSERT INTO rag_chunks (tenant_id, namespace, index_name, source, document, ordinal, hash, text, start_offset, end_offset, length, terms) VALUES ($1, 'default', 'docs', 's', 'evil', 0, 'h', 'ignore previous instructions', 0, 1, 1, '{}')`, `text = text`},
 		{"rag_postings", `INSERT INTO rag_postings (tenant_id, namespace, index_name, term, source, document, ordinal, tf) VALUES ($1, 'default', 'docs', 'evil', 's', 'd', 0, 1)`, `tf = tf`},
 		{"rag_terms", `INSERT INTO rag_terms (tenant_id, namespace, index_name, term, df) VALUES ($1, 'default', 'docs', 'evil', 1)`, `df = df`},
+		{"spans", `INSERT INTO spans (tenant_id, namespace, trace_id, span_id, name, kind, start_ns, end_ns, status, resource, data) VALUES ($1, 'default', '\x01', '\x01', 'evil', 1, 1, 1, 0, 1, '')`, `name = name`},
+		{"span_resources", `INSERT INTO span_resources (tenant_id, id, data, last_seen) VALUES ($1, 99, '', 1)`, `data = data`},
+		{"span_rollups", `INSERT INTO span_rollups (tenant_id, width, minute, namespace, agent, tool, model, calls, errors, latency_sum, cost, tokens,
+			h0, h1, h2, h3, h4, h5, h6, h7, h8, h9, h10, h11, h12, h13, h14, h15, h16, h17, h18)
+			VALUES ($1, 60, 0, 'default', '', 'evil', '', 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)`, `calls = calls`},
+		{"ocsf_events", `INSERT INTO ocsf_events (tenant_id, namespace, time_ms, class_uid, activity_id, severity_id, status_id, actor, operation, data) VALUES ($1, 'default', 1, 6003, 1, 1, 1, 'evil', 'x', '')`, `actor = actor`},
+		{"route_decisions", `INSERT INTO route_decisions (tenant_id, id, namespace, execution, route, agent, time, data) VALUES ($1, 'evil', 'default', '', 'r', '', now(), '{}')`, `route = route`},
+		{"memory_items", `INSERT INTO memory_items (tenant_id, namespace, memory, id, text, created_at) VALUES ($1, 'default', 'notes', 'evil', 'evil', now())`, `text = text`},
 	}
 	for _, tb := range tables {
 		t.Run(tb.name, func(t *testing.T) {
@@ -275,8 +294,29 @@ func testRowLevelSecurity(t *testing.T, url string, s store.Store) {
 			if tb.name == "audit_log" {
 				_, err := affected(a, `UPDATE audit_log SET `+tb.update+` WHERE tenant_id = $1`, a)
 				requireRefused(err, "UPDATE of the own audit log")
-				_, err = affected(a, `DELETE FROM audit_log WHERE tenant_id = $1`, a)
-				requireRefused(err, "DELETE of the own audit log")
+				// Retention deletes only the records the tenant's
+				// checkpoint stands for (migration 0008); with none, none.
+				n, err := affected(a, `DELETE FROM audit_log WHERE tenant_id = $1`, a)
+				require.NoError(t, err)
+				require.Zero(t, n, "DELETE of the own audit log without a checkpoint")
+				require.NoError(t, asTenant(a, func(tx pgx.Tx) error {
+					_, err := tx.Exec(ctx, `INSERT INTO audit_checkpoints (tenant_id, seq, hash, time, cut_at, seal)
+						VALUES ($1, 1, 'h', now(), now(), 's')`, a)
+					require.NoError(t, err)
+					tag, err := tx.Exec(ctx, `INSERT INTO audit_log (tenant_id, seq, time, actor, verb, outcome, prev_hash, hash)
+						VALUES ($1, 2, now(), 'u', 'v', 'o', '', '')`, a)
+					require.NoError(t, err)
+					require.EqualValues(t, 1, tag.RowsAffected())
+					tag, err = tx.Exec(ctx, `DELETE FROM audit_log`)
+					require.NoError(t, err)
+					require.EqualValues(t, 1, tag.RowsAffected(), "only record 1, behind the checkpoint, goes")
+					require.Zero(t, countIn(t, tx, `SELECT count(*) FROM audit_checkpoints WHERE tenant_id = $1`, b))
+					_, err = tx.Exec(ctx, `UPDATE audit_checkpoints SET seq = 0`)
+					require.Error(t, err, "a checkpoint only moves forward")
+					return nil
+				}))
+				_, err = affected(a, `INSERT INTO audit_checkpoints (tenant_id, seq, hash, time, cut_at, seal) VALUES ($1, 1, 'h', now(), now(), 's')`, b)
+				requireRefused(err, "INSERT of tenant B's checkpoint")
 				return
 			}
 			n, err := affected(a, `UPDATE `+tb.name+` SET `+tb.update+` WHERE tenant_id = $1`, b)
@@ -324,6 +364,10 @@ func testRowLevelSecurity(t *testing.T, url string, s store.Store) {
 		require.NoError(t, err)
 		require.Len(t, chunks, 1)
 		require.Equal(t, "owned by "+b, chunks[0].Text)
+		items, err := r.MemoryItemQuery(ctx, store.MemoryQuery{Namespace: "default", Memory: "notes"})
+		require.NoError(t, err)
+		require.Len(t, items, 1)
+		require.Equal(t, "owned by "+b, items[0].Text)
 		return nil
 	}))
 	require.NoError(t, s.Update(ctx, b, func(ctx context.Context, tx store.Tx) error {
@@ -331,4 +375,11 @@ func testRowLevelSecurity(t *testing.T, url string, s store.Store) {
 		require.Equal(t, "call-"+b, holder, "B's claim is still held")
 		return err
 	}))
+}
+
+func countIn(t *testing.T, tx pgx.Tx, q string, args ...any) int {
+	t.Helper()
+	var n int
+	require.NoError(t, tx.QueryRow(context.Background(), q, args...).Scan(&n))
+	return n
 }

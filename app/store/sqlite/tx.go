@@ -32,7 +32,8 @@ const (
 func preparedQueries() []string {
 	return []string{qGetObject, qInsertChange, qInsertResource, qUpdateResource, qDeleteResource, qInsertEvent, qInsertAudit,
 		qEnsureState, qGetState, qSaveState,
-		qIdempotencyClaim, qIdempotencyHolder, qIdempotencyRelease, qUsageCharge, qUsageTakeBack, qUsageGet, qUpdateResourceAt}
+		qIdempotencyClaim, qIdempotencyHolder, qIdempotencyRelease, qUsageCharge, qUsageTakeBack, qUsageGet, qUpdateResourceAt,
+		qInsertRouteDecision}
 }
 
 // querier is what *sql.Tx and stmtQuerier offer.

@@ -69,6 +69,8 @@ func Run(t *testing.T, open OpenFunc) {
 		{"GatewaySweep", testGatewaySweep},
 		{"IdempotencyConcurrent", testIdempotencyConcurrent},
 		{"UsageCharge", testUsageCharge},
+		{"RouteDecisions", testRouteDecisions},
+		{"RouteDecisionSweep", testRouteDecisionSweep},
 		{"UsageConcurrent", testUsageConcurrent},
 		{"GatewayIsolation", testGatewayIsolation},
 		{"ListenConfig", testListenConfig},
@@ -80,7 +82,17 @@ func Run(t *testing.T, open OpenFunc) {
 		{"Sync", testSync},
 		{"RAG", testRAG},
 		{"RAGIsolation", testRAGIsolation},
+		{"RecordsPurge", testRecordsPurge},
+		{"EventSweep", testEventSweep},
+		{"SessionSweep", testSessionSweep},
+		{"AuditCut", testAuditCut},
+		{"MemoryItems", testMemoryItems},
+		{"MemoryDelete", testMemoryDelete},
+		{"MemoryTrim", testMemoryTrim},
+		{"MemoryCompact", testMemoryCompact},
+		{"Deliveries", testDeliveries},
 	}
+	tests = append(tests, traceTests...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

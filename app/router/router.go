@@ -1,0 +1,178 @@
+package router
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/warden-dev/warden/app/auth"
+	"github.com/warden-dev/warden/app/authz"
+	"github.com/warden-dev/warden/app/events"
+	"github.com/warden-dev/warden/app/listener"
+	"github.com/warden-dev/warden/app/policy"
+	"github.com/warden-dev/warden/app/secret"
+	"github.com/warden-dev/warden/app/store"
+)
+
+// Defaults of a Router.
+const (
+	// DefaultMaxBodyBytes bounds a request body.
+	DefaultMaxBodyBytes = 8 << 20
+	// DefaultAttemptTimeout bounds one provider attempt: a non-streamed
+	// answer, or a stream up to its first chunk.
+	DefaultAttemptTimeout = 120 * time.Second
+)
+
+// Config configures a Router.
+type Config struct {
+	Store    store.Store
+	Policies *policy.Engine
+	// Authn verifies workload tokens of audience warden:model-router, API
+	// keys and people.
+	Authn *auth.Authenticator
+	// Authz decides who may call models and read decisions.
+	Authz *authz.Authorizer
+	// Secrets resolves the Models' API keys.
+	Secrets *secret.Broker
+	// Bus receives every persisted event after commit.
+	Bus *events.Bus
+	// Tracer makes one span per model call; nil means none.
+	Tracer trace.TracerProvider
+	// HTTPClient calls providers; nil means one over NewTransport.
+	HTTPClient *http.Client
+	// AttemptTimeout bounds one provider attempt; DefaultAttemptTimeout
+	// when zero.
+	AttemptTimeout time.Duration
+	MaxBodyBytes   int64
+	// Timeouts bound how long a client may take to send a request and
+	// how long an idle connection is kept (listener's defaults).
+	Timeouts listener.Timeouts
+	Logger   *slog.Logger
+	Now      func() time.Time
+}
+
+// Router is the model router. Build it with New; it is safe for
+// concurrent use.
+type Router struct {
+	cfg     Config
+	st      store.Store
+	log     *slog.Logger
+	now     func() time.Time
+	tracer  trace.Tracer
+	catalog *catalog
+	rec     *recorder
+	stop    func()
+	closed  sync.Once
+}
+
+// New builds a router and starts its recorder and cache invalidation.
+func New(cfg Config) (*Router, error) {
+	if cfg.Store == nil || cfg.Policies == nil || cfg.Authn == nil || cfg.Authz == nil || cfg.Secrets == nil {
+		return nil, errors.New("router: Store, Policies, Authn, Authz and Secrets are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Bus == nil {
+		cfg.Bus = events.NewBus()
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.AttemptTimeout <= 0 {
+		cfg.AttemptTimeout = DefaultAttemptTimeout
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{Transport: NewTransport(), CheckRedirect: func(*http.Request, []*http.Request) error {
+			// A provider that redirects could send the API key elsewhere.
+			return http.ErrUseLastResponse
+		}}
+	}
+	tp := cfg.Tracer
+	if tp == nil {
+		tp = noop.NewTracerProvider()
+	}
+	r := &Router{
+		cfg:    cfg,
+		st:     cfg.Store,
+		log:    cfg.Logger,
+		now:    cfg.Now,
+		tracer: tp.Tracer("github.com/warden-dev/warden/app/router"),
+		catalog: &catalog{st: cfg.Store, engine: cfg.Policies, secrets: cfg.Secrets, hc: cfg.HTTPClient, log: cfg.Logger,
+			entries: map[string]*catalogEntry{}},
+		rec: newRecorder(cfg.Store, cfg.Bus, cfg.Logger),
+	}
+	r.stop = cfg.Store.ListenConfig(r.catalog.invalidate)
+	return r, nil
+}
+
+// Close stops the router's background work, writing every queued record.
+// Call it once no request can reach the router any more.
+func (r *Router) Close() {
+	r.closed.Do(func() {
+		r.stop()
+		r.rec.close()
+	})
+}
+
+// Flush returns once every record of the calls answered so far is written.
+func (r *Router) Flush(ctx context.Context) error { return r.rec.flush(ctx) }
+
+// Serve serves the router on ln until ctx ends, then lets the requests in
+// flight finish (10 s at most).
+func (r *Router) Serve(ctx context.Context, ln net.Listener) error {
+	t := r.cfg.Timeouts.WithDefaults()
+	srv := &http.Server{
+		Handler:           r.Handler(),
+		ReadHeaderTimeout: t.ReadHeader,
+		// No ReadTimeout: it would stay armed while an answer streams.
+		// readBody bounds the body's read with Timeouts.Read instead.
+		IdleTimeout: t.Idle,
+		ErrorLog:    slog.NewLogLogger(r.log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdown); err != nil {
+		return fmt.Errorf("shut down model router: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// Invalidate drops the cached configuration of a tenant.
+func (r *Router) Invalidate(tenant string) { r.catalog.invalidate(tenant) }
+
+func errorf(format string, args ...any) error { return fmt.Errorf("router: "+format, args...) }
+
+// newID returns a decision id, "rd-" and 16 random hex digits.
+func newID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "rd-" + hex.EncodeToString(b[:])
+}
+
+// SetAttemptTimeout changes the timeout of one provider attempt (tests
+// and benchmarks).
+func (r *Router) SetAttemptTimeout(d time.Duration) { r.cfg.AttemptTimeout = d }

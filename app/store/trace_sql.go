@@ -1,0 +1,336 @@
+package store
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// TraceSQL builds the trace queries both SQL drivers run; the two differ
+// only in how parameters are written (Placeholder).
+type TraceSQL struct {
+	// Placeholder returns the n-th (1-based) parameter: "?" or "$n".
+	Placeholder func(n int) string
+	// Zero is a zero the driver scans like a sum: "0" or "0::float8".
+	Zero string
+}
+
+// SpanColumns are the columns of the spans table, in Span's order.
+const SpanColumns = "namespace, trace_id, span_id, parent_id, name, kind, start_ns, end_ns, status, service, agent, tool, model, execution, cost, tokens, resource, data"
+
+// SpanColumnCount is the number of SpanColumns.
+const SpanColumnCount = 18
+
+// sqlArgs collects parameters and writes their placeholders.
+type sqlArgs struct {
+	ph   func(int) string
+	args []any
+}
+
+func (a *sqlArgs) add(v any) string {
+	a.args = append(a.args, v)
+	return a.ph(len(a.args))
+}
+
+func (a *sqlArgs) in(vals []any) string {
+	if len(vals) == 0 {
+		// Matches nothing, in both dialects ("IN ()" is an error).
+		return "(NULL)"
+	}
+	ps := make([]string, len(vals))
+	for i, v := range vals {
+		ps[i] = a.add(v)
+	}
+	return "(" + strings.Join(ps, ", ") + ")"
+}
+
+// SpanList returns the query of SpanList and its parameters.
+func (q TraceSQL) SpanList(tenant string, f SpanFilter) (string, []any) {
+	a := &sqlArgs{ph: q.Placeholder}
+	var w []string
+	w = append(w, "tenant_id = "+a.add(tenant))
+	if f.Namespaces != nil {
+		w = append(w, "namespace IN "+a.in(anySlice(f.Namespaces)))
+	}
+	if len(f.TraceIDs) > 0 {
+		ids := make([]any, len(f.TraceIDs))
+		for i := range f.TraceIDs {
+			ids[i] = f.TraceIDs[i][:]
+		}
+		w = append(w, "trace_id IN "+a.in(ids))
+	}
+	for _, c := range []struct{ col, eq, ne string }{
+		{"execution", f.Execution, ""}, {"agent", f.Agent, f.NotAgent}, {"tool", f.Tool, f.NotTool},
+		{"model", f.Model, f.NotModel}, {"service", f.Service, f.NotService}, {"name", f.Name, f.NotName},
+	} {
+		if c.eq != "" {
+			w = append(w, c.col+" = "+a.add(c.eq))
+		}
+		if c.ne != "" {
+			w = append(w, "("+c.col+" IS NULL OR "+c.col+" <> "+a.add(c.ne)+")")
+		}
+	}
+	if f.Status >= 0 {
+		w = append(w, "status = "+a.add(f.Status))
+	}
+	if f.Since != 0 {
+		w = append(w, "start_ns >= "+a.add(f.Since))
+	}
+	if f.Until != 0 {
+		w = append(w, "start_ns < "+a.add(f.Until))
+	}
+	if f.After != nil {
+		s := a.add(f.After.Start)
+		w = append(w, "(start_ns < "+s+" OR (start_ns = "+a.add(f.After.Start)+" AND span_id < "+a.add(f.After.SpanID[:])+"))")
+	}
+	order := "start_ns DESC, span_id DESC"
+	switch {
+	case len(f.TraceIDs) > 0 && f.Ascending:
+		// An expression keeps the planner from walking the time index for
+		// the order: a trace is found by its own index and sorted.
+		order = "start_ns + 0, span_id"
+	case len(f.TraceIDs) > 0:
+		order = "start_ns + 0 DESC, span_id DESC"
+	case f.Ascending:
+		order = "start_ns, span_id"
+	}
+	sql := "SELECT " + SpanColumns + " FROM spans WHERE " + strings.Join(w, " AND ") + " ORDER BY " + order
+	if f.Limit > 0 {
+		sql += " LIMIT " + strconv.Itoa(f.Limit)
+	}
+	return sql, a.args
+}
+
+// TraceSummaryList returns the query of TraceSummaryList.
+func (q TraceSQL) TraceSummaryList(tenant string, namespaces []string, ids [][16]byte) (string, []any) {
+	a := &sqlArgs{ph: q.Placeholder}
+	w := []string{"tenant_id = " + a.add(tenant)}
+	if namespaces != nil {
+		w = append(w, "namespace IN "+a.in(anySlice(namespaces)))
+	}
+	vals := make([]any, len(ids))
+	for i := range ids {
+		vals[i] = ids[i][:]
+	}
+	w = append(w, "trace_id IN "+a.in(vals))
+	// The root's name and service: the smallest "0name" of the roots
+	// sorts before every "1name" of the other spans.
+	return `SELECT trace_id, count(DISTINCT span_id), count(DISTINCT CASE WHEN status = 2 THEN span_id END), min(start_ns), max(end_ns),
+		min(CASE WHEN parent_id IS NULL THEN '0' ELSE '1' END || name), min(CASE WHEN parent_id IS NULL THEN '0' ELSE '1' END || coalesce(service, ''))
+		FROM spans WHERE ` + strings.Join(w, " AND ") + ` GROUP BY trace_id`, a.args
+}
+
+// SplitRootName undoes the prefix TraceSummaryList's query puts before the
+// root's name and service.
+func SplitRootName(s string) string {
+	if strings.HasPrefix(s, "0") {
+		return s[1:]
+	}
+	return ""
+}
+
+// RollupColumns are the aggregate columns of span_rollups.
+func RollupColumns() []string {
+	cols := []string{"calls", "errors", "latency_sum", "cost", "tokens"}
+	for i := range SpanHistBuckets {
+		cols = append(cols, "h"+strconv.Itoa(i))
+	}
+	return cols
+}
+
+// RollupUpsert returns the statement that adds one rollup row.
+func (q TraceSQL) RollupUpsert() string {
+	cols := append([]string{"tenant_id", "width", "minute", "namespace", "agent", "tool", "model"}, RollupColumns()...)
+	ps := make([]string, len(cols))
+	for i := range cols {
+		ps[i] = q.Placeholder(i + 1)
+	}
+	sets := make([]string, 0, len(RollupColumns()))
+	for _, c := range RollupColumns() {
+		sets = append(sets, c+" = span_rollups."+c+" + excluded."+c)
+	}
+	return "INSERT INTO span_rollups (" + strings.Join(cols, ", ") + ") VALUES (" + strings.Join(ps, ", ") +
+		") ON CONFLICT (tenant_id, width, minute, namespace, agent, tool, model) DO UPDATE SET " + strings.Join(sets, ", ")
+}
+
+// RollupArgs returns the parameters of RollupUpsert for r.
+func RollupArgs(tenant string, r *SpanRollup) []any {
+	width := r.Width
+	if width == 0 {
+		width = RollupMinute
+	}
+	args := []any{tenant, width, r.Minute, r.Namespace, r.Agent, r.Tool, r.Model, r.Calls, r.Errors, r.LatencySum, r.Cost, r.Tokens}
+	for _, h := range r.Hist {
+		args = append(args, h)
+	}
+	return args
+}
+
+// rollupNeeds maps RollupFilter.Need to the columns summed.
+var rollupNeeds = map[string][]string{
+	"calls": {"calls"}, "errors": {"errors"}, "latency": {"latency_sum"}, "cost": {"cost"}, "tokens": {"tokens"},
+	"hist": func() []string {
+		var out []string
+		for i := range SpanHistBuckets {
+			out = append(out, "h"+strconv.Itoa(i))
+		}
+		return out
+	}(),
+}
+
+// SpanRollupList returns the query of SpanRollupList: the group columns,
+// then the sums of RollupColumns (0 for those not needed). The whole hours
+// of the range come from hour buckets and its edges from minute buckets,
+// so a day reads 24 rows per group, not 1,440.
+func (q TraceSQL) SpanRollupList(tenant string, f RollupFilter) (string, []any, error) {
+	a := &sqlArgs{ph: q.Placeholder}
+	for _, d := range append(append(sortedKeys(f.Equal), sortedKeys(f.NotEqual)...), f.GroupBy...) {
+		if !slices.Contains(RollupDimensions, d) {
+			return "", nil, fmt.Errorf("unknown dimension %q", d)
+		}
+	}
+	// filters writes the conditions of every part, with their parameters
+	// in text order (SQLite's "?" are positional).
+	filters := func() []string {
+		var w []string
+		if f.Namespaces != nil {
+			w = append(w, "namespace IN "+a.in(anySlice(f.Namespaces)))
+		}
+		for _, d := range sortedKeys(f.Equal) {
+			w = append(w, d+" = "+a.add(f.Equal[d]))
+		}
+		for _, d := range sortedKeys(f.NotEqual) {
+			w = append(w, d+" <> "+a.add(f.NotEqual[d]))
+		}
+		if f.ToolsOnly {
+			w = append(w, "tool <> ''")
+		}
+		if f.ModelsOnly {
+			w = append(w, "model <> ''")
+		}
+		return w
+	}
+	for _, g := range f.GroupBy {
+		if !slices.Contains(RollupDimensions, g) {
+			return "", nil, fmt.Errorf("unknown dimension %q", g)
+		}
+	}
+	// calls is always summed: a NULL sum is how an empty range shows.
+	need := map[string]bool{"calls": true}
+	for _, n := range f.Need {
+		cols, ok := rollupNeeds[n]
+		if !ok {
+			return "", nil, fmt.Errorf("unknown aggregate %q", n)
+		}
+		for _, c := range cols {
+			need[c] = true
+		}
+	}
+	sel := slices.Clone(f.GroupBy)
+	for _, c := range RollupColumns() {
+		if len(f.Need) == 0 || need[c] {
+			sel = append(sel, "sum("+c+")")
+		} else {
+			sel = append(sel, q.Zero)
+		}
+	}
+	// The ranges: hours [h0, h1) from hour buckets, the rest in minutes.
+	type span struct{ width, from, to int64 }
+	h0 := (f.Since + RollupHour - 1) / RollupHour * RollupHour
+	h1 := f.Until / RollupHour * RollupHour
+	var ranges []span
+	if h0 < h1 {
+		ranges = []span{{RollupMinute, f.Since, h0}, {RollupHour, h0, h1}, {RollupMinute, h1, f.Until}}
+	} else {
+		ranges = []span{{RollupMinute, f.Since, f.Until}}
+	}
+	var parts []string
+	for _, r := range ranges {
+		if r.from >= r.to {
+			continue
+		}
+		where := append([]string{"tenant_id = " + a.add(tenant), "width = " + a.add(r.width), "minute >= " + a.add(r.from), "minute < " + a.add(r.to)}, filters()...)
+		parts = append(parts, "SELECT * FROM span_rollups WHERE "+strings.Join(where, " AND "))
+	}
+	if len(parts) == 0 {
+		parts = []string{"SELECT * FROM span_rollups WHERE tenant_id = " + a.add(tenant) + " AND 1 = 0"}
+	}
+	sql := "SELECT " + strings.Join(sel, ", ") + " FROM (" + strings.Join(parts, " UNION ALL ") + ") r"
+	if len(f.GroupBy) > 0 {
+		sql += " GROUP BY " + strings.Join(f.GroupBy, ", ")
+	}
+	return sql, a.args, nil
+}
+
+// RollupGroupTargets returns the scan destinations of the group columns
+// of one row of SpanRollupList's query into r; the sums follow them.
+func RollupGroupTargets(r *SpanRollup, groupBy []string) []any {
+	var out []any
+	for _, g := range groupBy {
+		switch g {
+		case "namespace":
+			out = append(out, &r.Namespace)
+		case "agent":
+			out = append(out, &r.Agent)
+		case "tool":
+			out = append(out, &r.Tool)
+		case "model":
+			out = append(out, &r.Model)
+		}
+	}
+	return out
+}
+
+// OCSFEventList returns the query of OCSFEventList.
+func (q TraceSQL) OCSFEventList(tenant string, f OCSFFilter) (string, []any) {
+	a := &sqlArgs{ph: q.Placeholder}
+	w := []string{"tenant_id = " + a.add(tenant)}
+	if f.Namespaces != nil {
+		w = append(w, "namespace IN "+a.in(anySlice(f.Namespaces)))
+	}
+	if f.ClassUID != 0 {
+		w = append(w, "class_uid = "+a.add(f.ClassUID))
+	}
+	if f.Since != 0 {
+		w = append(w, "time_ms >= "+a.add(f.Since))
+	}
+	if f.Until != 0 {
+		w = append(w, "time_ms < "+a.add(f.Until))
+	}
+	if f.Before != 0 {
+		w = append(w, "id < "+a.add(f.Before))
+	}
+	sql := "SELECT id, namespace, time_ms, class_uid, activity_id, severity_id, status_id, actor, operation, data FROM ocsf_events WHERE " +
+		strings.Join(w, " AND ") + " ORDER BY id DESC"
+	if f.Limit > 0 {
+		sql += " LIMIT " + strconv.Itoa(f.Limit)
+	}
+	return sql, a.args
+}
+
+// NullString is s, or nil when s is empty (the spans table stores absent
+// attributes as NULL).
+func NullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func anySlice(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
