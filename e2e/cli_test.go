@@ -466,7 +466,7 @@ func startUpWith(t *testing.T, vars map[string]string) *upProcess {
 		go func() {
 			p.done <- cli.RunWith(ctx, env(vars, "", &p.out, &p.errb),
 				[]string{"warden", "up", "--port", strconv.Itoa(port), "--gateway-port", strconv.Itoa(gatewayPort), "--mcp-port", strconv.Itoa(mcpPort),
-					"--memory-port", "0", "--trace-port", "0", "--otlp-http-port", "0", "--otlp-grpc-port", "0", "--router-port", "0"})
+					"--memory-port", "0", "--trace-port", "0", "--otlp-http-port", "0", "--otlp-grpc-port", "0", "--router-port", "0", "--rag-port", "0"})
 		}()
 		err = p.waitHealthy()
 		if err == nil {

@@ -46,6 +46,12 @@ const (
 	ObjAudit = "audit"
 	// ObjResources is the change feed, GET /v1/resources?watch=true.
 	ObjResources = "resources"
+	// ObjRAGRetrieve with VerbCreate is a retrieval from a RAG index
+	// (POST /v1/rag/{name}/retrieve): agents, and people who may read.
+	ObjRAGRetrieve = "rag/retrieve"
+	// ObjRAGIndex with VerbCreate triggers an index refresh (POST
+	// /v1/rag/{name}/index): editors and above.
+	ObjRAGIndex = "rag/index"
 	// ObjTraces is the trace service: reading spans, metrics and OCSF
 	// events (get, list) and sending them (create).
 	ObjTraces = "traces"
@@ -140,6 +146,7 @@ func rules(role string) []Permission {
 		// Secrets read as metadata only (values never leave the server).
 		add([]string{groupNamespaced}, readVerbs...)
 		add([]string{ObjResources}, auth.VerbWatch)
+		add([]string{ObjRAGRetrieve}, VerbCreate)
 		add([]string{ObjMemoryItems}, auth.VerbGet)
 		// Tenant-scope kinds live in domain "*": only a tenant-wide grant
 		// reaches them.
@@ -149,6 +156,7 @@ func rules(role string) []Permission {
 	editor := func() {
 		viewer()
 		add([]string{groupUserKinds}, writeVerbs...)
+		add([]string{ObjRAGIndex}, VerbCreate)
 		add([]string{ObjTraces}, VerbCreate)
 		add([]string{ObjExecutions, ObjExecutionsCancel, ObjPromote, ObjEvalRun}, VerbCreate)
 		add([]string{ObjModelCalls}, VerbCreate)
@@ -173,6 +181,7 @@ func rules(role string) []Permission {
 	case RoleAgent:
 		add([]string{"agents", "tools", "models"}, auth.VerbGet, auth.VerbList)
 		add([]string{ObjToolCalls}, VerbCreate)
+		add([]string{ObjRAGRetrieve}, VerbCreate)
 		add([]string{ObjTraces}, VerbCreate)
 		add([]string{ObjModelCalls}, VerbCreate)
 		add([]string{ObjMemoryItems}, auth.VerbGet, VerbCreate, auth.VerbDelete)

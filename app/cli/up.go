@@ -58,6 +58,7 @@ func newUpCmd(a *app) *cobra.Command {
 	routerPort := defaultRouterPort
 	var tlsOpts tlsOptions
 	var people peopleOptions
+	var ragOpts ragOptions
 	var traceOpts traceOptions
 	cmd := &cobra.Command{
 		Use:   "up",
@@ -118,11 +119,14 @@ tokens. Register <public URL>/auth/callback as the redirect URL there.`,
 				mcpPort = 0 // MCP calls are governed by the tool gateway
 			}
 			a.mcpPort = mcpPort
+			if ragOpts.port < 0 || ragOpts.port > 65535 || ragOpts.port != 0 && (ragOpts.port == port || ragOpts.port == gatewayPort || ragOpts.port == mcpPort) {
+				return usagef("--rag-port %d is not a TCP port (1-65535, 0 for no RAG service) other than --port, --gateway-port and --mcp-port", ragOpts.port)
+			}
 			a.memoryPort = mem.port
 			if err := traceOpts.check(port, gatewayPort, mcpPort, mem.port); err != nil {
 				return err
 			}
-			return a.up(cmd.Context(), dataDir, storeURL, listenHost, port, gatewayPort, routerPort, changeHistory, tlsOpts, people, traceOpts)
+			return a.up(cmd.Context(), dataDir, storeURL, listenHost, port, gatewayPort, routerPort, changeHistory, tlsOpts, people, traceOpts, ragOpts)
 		},
 	}
 	f := cmd.Flags()
@@ -131,6 +135,9 @@ tokens. Register <public URL>/auth/callback as the redirect URL there.`,
 	f.StringVar(&listenHost, "listen-host", "127.0.0.1", "address the listeners bind to; 0.0.0.0 exposes Warden to the network")
 	f.IntVar(&port, "port", defaultControlPort, "port of the control plane API")
 	f.IntVar(&gatewayPort, "gateway-port", defaultGatewayPort, "port of the tool gateway (0: no gateway)")
+	f.IntVar(&ragOpts.port, "rag-port", defaultRAGPort, "port of the RAG service (0: no RAG service)")
+	f.StringVar(&ragOpts.fileRoot, "rag-file-root", "", "directory KnowledgeSources of type file are read under (default <data-dir>/knowledge)")
+	f.StringVar(&ragOpts.embeddingsURL, "rag-embeddings-url", "", "OpenAI-compatible base URL whose /v1/embeddings embeds indexes that name a model (default: none, BM25)")
 	f.IntVar(&mcpPort, "mcp-port", defaultMCPPort, "port of the MCP gateway (0: no MCP gateway)")
 	f.IntVar(&mem.port, "memory-port", defaultMemoryPort, "port of the memory service (0: no memory service)")
 	f.IntVar(&routerPort, "router-port", defaultRouterPort, "port of the model router (0: no router)")
@@ -233,7 +240,7 @@ type tlsOptions struct {
 	allowPlaintext bool
 }
 
-func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port, gatewayPort, routerPort, changeHistory int, tlsOpts tlsOptions, people peopleOptions, traceOpts traceOptions) error {
+func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port, gatewayPort, routerPort, changeHistory int, tlsOpts tlsOptions, people peopleOptions, traceOpts traceOptions, ragOpts ragOptions) error {
 	listeners, err := bindListeners(listenHost, port, gatewayPort, routerPort)
 	if err != nil {
 		return err
@@ -244,6 +251,11 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 			return err
 		}
 	}
+	ragSrv, err := bindRAG(listenHost, ragOpts)
+	if err != nil {
+		return err
+	}
+	defer ragSrv.close()
 	memLn, err := bindMemory(listenHost, a.memoryPort)
 	if err != nil {
 		return err
@@ -389,8 +401,13 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 	agboms := jobs.NewAgBOMs(workers)
 	executions := jobs.NewExecutions(workers)
 	cluster := jobs.NewCluster(workers, jobs.ClusterConfig{})
+	queues := cluster.Queues(gatewayPort != 0)
+	if ragSrv != nil {
+		ragSrv.jobs = jobs.NewRAG(workers)
+		queues[jobs.QueueRAG] = jobs.RAGQueueConfig()
+	}
 	queue, err := openQueue(ctx, st, storeURL, jobs.Config{Workers: workers, Logger: logger,
-		PeriodicJobs: cluster.PeriodicJobs(), Queues: cluster.Queues(gatewayPort != 0)})
+		PeriodicJobs: cluster.PeriodicJobs(), Queues: queues})
 	if err != nil {
 		return fmt.Errorf("job queue: %w", err)
 	}
@@ -456,6 +473,12 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 	}
 	defer stopTrace()
 	agboms.Bind(srv.AgBOM())
+	if ragSrv != nil {
+		ragSrv.jobs.SetQueue(queue)
+		if err := ragSrv.build(a, srv, st, ragOpts, dataDir, scheme, listenHost, logger); err != nil {
+			return fmt.Errorf("RAG service: %w", err)
+		}
+	}
 	executions.Bind(srv.Executions())
 	gw := srv.Gateway()
 	if gw != nil {
@@ -483,6 +506,9 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 	}
 	if mcpURL != "" {
 		fmt.Fprintf(w, "  MCP gateway              %s (per-agent endpoint %s/mcp)\n", mcpURL, mcpURL)
+	}
+	if ragSrv != nil {
+		fmt.Fprintf(w, "  RAG                      %s\n", ragSrv.url)
 	}
 	if routerURL != "" {
 		fmt.Fprintf(w, "  model router             %s\n", routerURL)
@@ -518,7 +544,11 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		return err
 	}
 	memLn = nil // serveMemory owns it now
+	ragCtx, stopRAG := context.WithCancel(ctx)
+	waitRAG := ragSrv.serve(ragCtx, logger)
 	err = srv.ServeListeners(ctx, listeners)
+	stopRAG()
+	waitRAG()
 	stopMemory()
 	if ctx.Err() != nil && (err == nil || errors.Is(err, context.Canceled)) {
 		fmt.Fprintln(w, "Warden stopped.")

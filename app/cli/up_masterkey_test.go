@@ -54,7 +54,7 @@ func TestUpRefusesAnotherMasterKey(t *testing.T) {
 	// Bounded, in case up did start after all.
 	upCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	code := cli.RunWith(upCtx, env, []string{"warden", "up", "--port", "18479", "--gateway-port", "0", "--memory-port", "0", "--router-port", "0"})
+	code := cli.RunWith(upCtx, env, []string{"warden", "up", "--port", "18479", "--gateway-port", "0", "--memory-port", "0", "--router-port", "0", "--rag-port", "0"})
 	require.Equal(t, cli.ExitFailure, code, errb.String())
 	require.Contains(t, errb.String(), "wrong master key")
 	require.Contains(t, errb.String(), "Nothing was changed")

@@ -74,10 +74,10 @@ func TestUpOnABusyPortChangesNothing(t *testing.T) {
 		args []string
 		hint string
 	}{
-		{"control plane port", []string{"--port", busyPort, "--gateway-port", "0", "--memory-port", "0", "--router-port", "0"}, "choose another port with --port"},
-		{"gateway port", []string{"--port", freePort(t), "--gateway-port", busyPort, "--memory-port", "0", "--router-port", "0"}, "choose another port with --gateway-port"},
-		{"memory port", []string{"--port", freePort(t), "--gateway-port", "0", "--memory-port", busyPort, "--router-port", "0"}, "choose another port with --memory-port"},
-		{"router port", []string{"--port", freePort(t), "--gateway-port", "0", "--memory-port", "0", "--router-port", busyPort}, "choose another port with --router-port"},
+		{"control plane port", []string{"--port", busyPort, "--gateway-port", "0", "--memory-port", "0", "--router-port", "0", "--rag-port", "0"}, "choose another port with --port"},
+		{"gateway port", []string{"--port", freePort(t), "--gateway-port", busyPort, "--memory-port", "0", "--router-port", "0", "--rag-port", "0"}, "choose another port with --gateway-port"},
+		{"memory port", []string{"--port", freePort(t), "--gateway-port", "0", "--memory-port", busyPort, "--router-port", "0", "--rag-port", "0"}, "choose another port with --memory-port"},
+		{"router port", []string{"--port", freePort(t), "--gateway-port", "0", "--memory-port", "0", "--router-port", busyPort, "--rag-port", "0"}, "choose another port with --router-port"},
 		{"missing TLS files", []string{"--port", freePort(t), "--gateway-port", "0", "--memory-port", "0", "--router-port", "0", "--tls-cert", "/nonexistent/tls.crt", "--tls-key", "/nonexistent/tls.key"},
 			"load TLS certificate /nonexistent/tls.crt"},
 	}
@@ -106,12 +106,13 @@ func TestUpSaysEachThingOnceBeforeServing(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
 	port, memPort, tracePort := freePort(t), freePort(t), freePort(t)
+	ragPort := freePort(t)
 	var out syncBuffer // stdout and the log, in the order they were written
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan int, 1)
 	go func() {
 		done <- RunWith(ctx, upEnv(home, &out, &out), []string{"warden", "up", "--port", port, "--gateway-port", freePort(t), "--mcp-port", freePort(t), "--memory-port", memPort,
-			"--trace-port", tracePort, "--otlp-http-port", freePort(t), "--otlp-grpc-port", freePort(t), "--router-port", freePort(t)})
+			"--trace-port", tracePort, "--otlp-http-port", freePort(t), "--otlp-grpc-port", freePort(t), "--router-port", freePort(t), "--rag-port", ragPort})
 	}()
 	require.Eventually(t, func() bool { return strings.Contains(out.String(), "Press Ctrl-C to stop.") }, 60*time.Second, 10*time.Millisecond,
 		"up never said it was serving:\n%s", out.String())
@@ -134,6 +135,8 @@ func TestUpSaysEachThingOnceBeforeServing(t *testing.T) {
 		require.Less(t, strings.Index(text, line), ready, "migration %d is logged before Press Ctrl-C", v)
 	}
 	require.NotContains(t, text, "rivermigrate")
+	require.Equal(t, 1, strings.Count(text, "  RAG                      http://127.0.0.1:"+ragPort+"\n"), "the RAG service is announced once:\n%s", text)
+	require.Less(t, strings.Index(text, "  RAG  "), ready)
 	require.Less(t, strings.Index(text, "trace query + /metrics   http://127.0.0.1:"+tracePort), ready, "the trace service is in the summary")
 	// Where the sandbox cannot run, it is said once, in the summary.
 	require.NotContains(t, text, "OS tools are unavailable")

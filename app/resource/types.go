@@ -784,6 +784,10 @@ type RAGIndexSpec struct {
 	Chunking *RAGChunking `json:"chunking,omitempty"`
 	// TopK is the number of results returned; default 5.
 	TopK int64 `json:"topK,omitempty"`
+	// ScanInjection is what retrieval does with chunks in which the
+	// prompt-injection scan finds something: off, flag, redact (the
+	// default) or block (withhold the chunk).
+	ScanInjection string `json:"scanInjection,omitempty"`
 }
 
 // RAGEmbedding names the embedding Model of a RAGIndex.
@@ -810,6 +814,26 @@ type KnowledgeSourceSpec struct {
 	Content string `json:"content,omitempty"`
 	// Schedule is an optional cron expression.
 	Schedule string `json:"schedule,omitempty"`
+	// Path is, for type file, a file or directory relative to the RAG
+	// service's allowed root.
+	Path string `json:"path,omitempty"`
+	// Documents are the documents of type inline, besides Content.
+	Documents []KnowledgeDocument `json:"documents,omitempty"`
+	// Metadata is attached to every chunk of the source, for retrieval
+	// filters.
+	Metadata map[string]string `json:"metadata,omitempty"`
+}
+
+// KnowledgeDocument is one inline document of a KnowledgeSource.
+type KnowledgeDocument struct {
+	// ID identifies the document within its source.
+	ID string `json:"id"`
+	// Title is shown in citations.
+	Title string `json:"title,omitempty"`
+	// Content is the document's text.
+	Content string `json:"content"`
+	// Metadata is attached to the document's chunks.
+	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
 // KnowledgeSourceStatus is the status of a KnowledgeSource.
@@ -818,6 +842,15 @@ type KnowledgeSourceStatus struct {
 	Phase string `json:"phase,omitempty"`
 	// LastSyncAt is an RFC 3339 UTC timestamp.
 	LastSyncAt string `json:"lastSyncAt,omitempty"`
+	// Index is the RAGIndex whose refresh wrote this status.
+	Index string `json:"index,omitempty"`
+	// Documents is how many documents the last sync read.
+	Documents int `json:"documents"`
+	// Chunks is how many chunks the source has in Index.
+	Chunks int `json:"chunks"`
+	// Errors are the problems of the last sync (at most 20), such as a
+	// document too large or a fetch that failed.
+	Errors []string `json:"errors,omitempty"`
 }
 
 // RoleBindingSpec is the spec of a RoleBinding.

@@ -278,8 +278,12 @@ func validateRules(o *Object, add addFunc) {
 				add("spec.url", ErrCodeRequired, "a knowledge source of type %s needs spec.url", str(s, "type"))
 			}
 		case "inline":
-			if str(s, "content") == "" {
-				add("spec.content", ErrCodeRequired, "an inline knowledge source needs spec.content")
+			if docs, _ := s["documents"].([]any); str(s, "content") == "" && len(docs) == 0 {
+				add("spec.content", ErrCodeRequired, "an inline knowledge source needs spec.content or spec.documents")
+			}
+		case "file":
+			if str(s, "path") == "" {
+				add("spec.path", ErrCodeRequired, "a knowledge source of type file needs spec.path")
 			}
 		}
 	case KindNotificationChannel:

@@ -102,6 +102,8 @@ type Reader interface {
 	MemberReader
 	// GatewayReader reads the tool gateway's usage counters.
 	GatewayReader
+	// RAGReader reads the RAG service's documents and chunks.
+	RAGReader
 	// RouterReader reads the model router's routing decisions.
 	RouterReader
 	// RetentionReader reads the oldest records and the audit checkpoint.
@@ -142,6 +144,8 @@ type Tx interface {
 	MemberTx
 	// GatewayTx holds idempotency claims and usage counters.
 	GatewayTx
+	// RAGTx writes the RAG service's documents and chunks.
+	RAGTx
 	// RouterTx records the model router's routing decisions.
 	RouterTx
 	// RetentionTx deletes what the tenant's retention policy lets go.

@@ -83,7 +83,7 @@ type ExchangeDeps struct {
 	HTTPClient *http.Client
 	// Audiences are the audiences a token may be issued for; nil means
 	// AudienceToolGateway, AudienceControlPlane, AudienceModelRouter,
-	// AudienceMCPGateway, AudienceMemory and AudienceTrace.
+	// AudienceMCPGateway, AudienceMemory, AudienceTrace and AudienceRAG.
 	Audiences []string
 	Now       func() time.Time
 	Logger    *slog.Logger
@@ -105,6 +105,7 @@ func NewTokenExchange(d ExchangeDeps) (*TokenExchange, error) {
 	}
 	if d.Audiences == nil {
 		d.Audiences = []string{AudienceToolGateway, AudienceControlPlane, AudienceModelRouter, AudienceMCPGateway, AudienceMemory, AudienceTrace}
+		d.Audiences = append(d.Audiences, AudienceRAG)
 	}
 	if d.Now == nil {
 		d.Now = time.Now

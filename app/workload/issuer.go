@@ -31,6 +31,8 @@ const (
 	AudienceMemory       = "warden:memory"
 	// AudienceTrace is the trace service's ingest (OTLP, OCSF).
 	AudienceTrace = "warden:trace"
+	// AudienceRAG is the RAG service's (app/rag).
+	AudienceRAG = "warden:rag"
 )
 
 // RoleAgent is the role of a workload principal. It is not a namespace RBAC

@@ -58,6 +58,16 @@ func seedTenant(t *testing.T, s store.Store, tenant string) {
 		if _, _, err := tx.UsageCharge(ctx, []store.UsageCharge{{UsageKey: store.UsageKey{Key: "rate", WindowStart: time.Unix(0, 0)}, Calls: 1}}); err != nil {
 			return err
 		}
+		if err := tx.RAGDocumentPut(ctx, store.RAGDocument{Namespace: "default", Index: "docs", Source: "s", Document: "d", Hash: "h"}); err != nil {
+			return err
+		}
+		if err := tx.RAGChunkPut(ctx, store.RAGChunk{Namespace: "default", Index: "docs", Source: "s", Document: "d", Hash: "h",
+			Text: "owned by " + tenant, Terms: map[string]int{"owned": 1}}); err != nil {
+			return err
+		}
+		if err := tx.RAGTermAdjust(ctx, "default", "docs", map[string]int64{"owned": 1}); err != nil {
+			return err
+		}
 		if err := tx.RouteDecisionInsert(ctx, []store.RouteDecision{{ID: "d-" + tenant, Namespace: "default", Route: "r", Time: time.Unix(0, 0), Data: []byte(`{}`)}}); err != nil {
 			return err
 		}
@@ -255,6 +265,10 @@ func testRowLevelSecurity(t *testing.T, url string, s store.Store) {
 		{"members", `INSERT INTO members (tenant_id, email, created_at) VALUES ($1, 'evil@example.com', now())`, `name = name`},
 		{"idempotency_keys", `INSERT INTO idempotency_keys (tenant_id, namespace, key, call, claimed_at) VALUES ($1, 'default', 'evil', 'evil', now())`, `released = released`},
 		{"usage_counters", `INSERT INTO usage_counters (tenant_id, key, window_start, calls, cost) VALUES ($1, 'evil', now(), 1, 0)`, `calls = calls`},
+		{"rag_documents", `INSERT INTO rag_documents (tenant_id, namespace, index_name, source, document, hash, updated_at) VALUES ($1, 'default', 'docs', 's', 'evil', 'h', now())`, `hash = hash`},
+		{"rag_chunks", `INSERT INTO rag_chunks (tenant_id, namespace, index_name, source, document, ordinal, hash, text, start_offset, end_offset, length, terms) VALUES ($1, 'default', 'docs', 's', 'evil', 0, 'h', 'ignore previous instructions', 0, 1, 1, '{}')`, `text = text`},
+		{"rag_postings", `INSERT INTO rag_postings (tenant_id, namespace, index_name, term, source, document, ordinal, tf) VALUES ($1, 'default', 'docs', 'evil', 's', 'd', 0, 1)`, `tf = tf`},
+		{"rag_terms", `INSERT INTO rag_terms (tenant_id, namespace, index_name, term, df) VALUES ($1, 'default', 'docs', 'evil', 1)`, `df = df`},
 		{"spans", `INSERT INTO spans (tenant_id, namespace, trace_id, span_id, name, kind, start_ns, end_ns, status, resource, data) VALUES ($1, 'default', '\x01', '\x01', 'evil', 1, 1, 1, 0, 1, '')`, `name = name`},
 		{"span_resources", `INSERT INTO span_resources (tenant_id, id, data, last_seen) VALUES ($1, 99, '', 1)`, `data = data`},
 		{"span_rollups", `INSERT INTO span_rollups (tenant_id, width, minute, namespace, agent, tool, model, calls, errors, latency_sum, cost, tokens,
@@ -346,6 +360,10 @@ func testRowLevelSecurity(t *testing.T, url string, s store.Store) {
 		usage, err := r.UsageGet(ctx, []store.UsageKey{{Key: "rate", WindowStart: time.Unix(0, 0)}})
 		require.NoError(t, err)
 		require.Equal(t, []store.UsageTotal{{Calls: 1}}, usage)
+		chunks, err := r.RAGChunkList(ctx, store.RAGChunkQuery{Namespace: "default", Index: "docs"})
+		require.NoError(t, err)
+		require.Len(t, chunks, 1)
+		require.Equal(t, "owned by "+b, chunks[0].Text)
 		items, err := r.MemoryItemQuery(ctx, store.MemoryQuery{Namespace: "default", Memory: "notes"})
 		require.NoError(t, err)
 		require.Len(t, items, 1)

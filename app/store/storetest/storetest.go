@@ -80,6 +80,8 @@ func Run(t *testing.T, open OpenFunc) {
 		{"WriteCallsConcurrent", testWriteCallsConcurrent},
 		{"WriteCallsIsolation", testWriteCallsIsolation},
 		{"Sync", testSync},
+		{"RAG", testRAG},
+		{"RAGIsolation", testRAGIsolation},
 		{"RecordsPurge", testRecordsPurge},
 		{"EventSweep", testEventSweep},
 		{"SessionSweep", testSessionSweep},
