@@ -27,6 +27,7 @@ type fakeReader struct {
 	// RetentionReader likewise.
 	store.RetentionReader
 	store.MemoryReader
+	store.RAGReader
 	objs []*resource.Object
 }
 

@@ -28,6 +28,7 @@ type fakeReader struct {
 	store.RetentionReader
 	// MemoryReader likewise.
 	store.MemoryReader
+	store.RAGReader
 	objs  []*resource.Object
 	gets  int
 	lists int
