@@ -54,6 +54,10 @@ func chromiumPath() string {
 // opPassword is the password of every user of the test provider.
 const opPassword = "verysecure"
 
+// exampleOPMu serializes the tests that run zitadel's example OpenID
+// Provider (see realConsole).
+var exampleOPMu sync.Mutex
+
 // realConsole starts a real OpenID Provider (zitadel/oidc's example OP)
 // whose users are the given e-mail addresses, and the real server.New over
 // SQLite with that provider as its only issuer (and self-service sign-up
@@ -61,6 +65,11 @@ const opPassword = "verysecure"
 // and the store.
 func realConsole(t *testing.T, signup bool, emails ...string) (base, issuer string, st store.Store) {
 	t.Helper()
+	// zitadel's example provider writes package-level endpoint settings
+	// when it is set up and reads them while it serves, so two providers
+	// in one process race: tests that use one take turns.
+	exampleOPMu.Lock()
+	t.Cleanup(exampleOPMu.Unlock)
 	bg := context.Background()
 	log := slog.New(slog.DiscardHandler)
 	// Warden's listener first: the provider must know the redirect URL.
