@@ -3,6 +3,8 @@ package web_test
 import (
 	"context"
 	"flag"
+	"fmt"
+	"html"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +24,7 @@ import (
 	"github.com/warden-dev/warden/app/auth"
 	"github.com/warden-dev/warden/web"
 	"github.com/warden-dev/warden/web/apikeys"
+	"github.com/warden-dev/warden/web/audit"
 	"github.com/warden-dev/warden/web/members"
 	"github.com/warden-dev/warden/web/signup"
 	"github.com/warden-dev/warden/web/webtest"
@@ -349,4 +353,31 @@ func TestScreensAskTheAuthorizer(t *testing.T) {
 		require.Contains(t, asked, "apply namespaces@")
 		require.Contains(t, asked, "create apikeys@")
 	}
+}
+
+// TestAuditNewestFirst: the audit page lists the newest record first and
+// pages backwards to older records with ?before=.
+func TestAuditNewestFirst(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	// setup recorded records 1..n; add enough to fill more than one page.
+	for i := range audit.PageSize + 5 {
+		b.fake.AddAudit(appaudit.Record{Time: clock.Add(time.Duration(i) * time.Second), Tenant: "acme", Actor: "apikey:ci",
+			Verb: "apply", Namespace: "default", Resource: fmt.Sprintf("agents/a%03d", i), Outcome: appaudit.OutcomeAllowed})
+	}
+	order := func(body string) []string {
+		return regexp.MustCompile(`agents/a\d{3}`).FindAllString(body, -1)
+	}
+	_, body := b.do(t, scenario{method: "GET", path: "/audit?actor=apikey:ci", session: "owner"})
+	got := order(body)
+	require.Len(t, got, audit.PageSize)
+	require.Equal(t, fmt.Sprintf("agents/a%03d", audit.PageSize+4), got[0], "newest first")
+	require.True(t, slices.IsSortedFunc(got, func(a, b string) int { return strings.Compare(b, a) }), got)
+
+	next := regexp.MustCompile(`href="(/audit\?[^"]*before=\d+[^"]*)"`).FindStringSubmatch(body)
+	require.Len(t, next, 2, "a link to older records")
+	_, body = b.do(t, scenario{method: "GET", path: html.UnescapeString(next[1]), session: "owner"})
+	require.Equal(t, []string{"agents/a004", "agents/a003", "agents/a002", "agents/a001", "agents/a000"}, order(body))
+	require.Contains(t, body, "Newest records")
+	require.NotContains(t, body, "Older records")
 }

@@ -283,3 +283,20 @@ func TestConsoleSignup(t *testing.T) {
 	require.Equal(t, http.StatusUnprocessableEntity, r.status)
 	require.Contains(t, string(r.body), "is taken")
 }
+
+// TestConsoleAuditNewestFirst: the audit page, read from the store, lists
+// the newest record first.
+func TestConsoleAuditNewestFirst(t *testing.T) {
+	t.Parallel()
+	b := consoleSetup(t, withOIDC(false))
+	owner, ownerCSRF := signIn(t, b, "alice@acme.example", true)
+	for _, ns := range []string{"first-ns", "second-ns", "third-ns"} {
+		r := b.page(t, http.MethodPost, "/namespaces", owner, url.Values{"name": {ns}, oidc.CSRFField: {ownerCSRF}}, nil)
+		require.Less(t, r.status, 400, string(r.body))
+	}
+	body := string(b.page(t, http.MethodGet, "/audit?verb=apply", owner, nil, nil).body)
+	first, second, third := strings.Index(body, "namespaces/first-ns"), strings.Index(body, "namespaces/second-ns"), strings.Index(body, "namespaces/third-ns")
+	require.True(t, first > 0 && second > 0 && third > 0, body)
+	require.Less(t, third, second, "newest first")
+	require.Less(t, second, first, "newest first")
+}

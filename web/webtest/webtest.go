@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -387,9 +388,13 @@ func (f *Fake) VerifyAPIKey(secret string) (store.APIKey, bool) {
 func (f *Fake) Audit(_ context.Context, p auth.Principal, q store.AuditListParams) ([]appaudit.Record, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	recs := slices.Clone(f.audit[p.Tenant])
+	if q.NewestFirst {
+		slices.Reverse(recs)
+	}
 	var out []appaudit.Record
-	for _, r := range f.audit[p.Tenant] {
-		if r.Seq <= q.After || (q.Actor != "" && !strings.Contains(r.Actor, q.Actor)) || (q.Verb != "" && r.Verb != q.Verb) || (q.Namespace != "" && r.Namespace != q.Namespace) {
+	for _, r := range recs {
+		if r.Seq <= q.After || (q.Before > 0 && r.Seq >= q.Before) || (q.Actor != "" && !strings.Contains(r.Actor, q.Actor)) || (q.Verb != "" && r.Verb != q.Verb) || (q.Namespace != "" && r.Namespace != q.Namespace) {
 			continue
 		}
 		out = append(out, r)
