@@ -61,8 +61,9 @@ func setup(t *testing.T) bundle {
 	_, k, err := fake.CreateAPIKey(ctx, p, keyReq("old-ci"))
 	require.NoError(t, err)
 	require.NoError(t, fake.RevokeAPIKey(ctx, p, k.ID))
-	_, _, err = fake.CreateAPIKey(ctx, p, keyReq("deploy-bot"))
+	_, k, err = fake.CreateAPIKey(ctx, p, keyReq("deploy-bot"))
 	require.NoError(t, err)
+	fake.TouchAPIKey("acme", k.ID, clock.Add(-90*time.Minute))
 	fake.AddAudit(appaudit.Record{Time: clock, Tenant: "acme", Actor: "apikey:deploy-bot", Verb: "apply", Namespace: "payments-prod",
 		Resource: "agents/refunds", Outcome: appaudit.OutcomeDenied, Policy: "role:viewer@*", Reason: "forbidden"})
 	b.viewer = fake.SignIn("acme", "bob@acme.test")
@@ -170,7 +171,7 @@ func TestConsoleHandlers(t *testing.T) {
 			contains: []string{"That already exists."}},
 
 		{name: "api keys page never shows secrets or hashes", method: "GET", path: "/apikeys", session: "owner", status: 200, golden: "apikeys",
-			contains:   []string{"deploy-bot", "old-ci", "revoked", "/apikeys/key-2/revoke"},
+			contains:   []string{"deploy-bot", "old-ci", "revoked", "/apikeys/key-2/revoke", "<td>2026-11-02 08:00</td>", "Last used (UTC)", `name="agent"`, `name="expires"`},
 			notContain: []string{"wk_first-secret-shown-once", "wk_second-secret-shown-once", "/apikeys/key-1/revoke", auth.HashAPIKey("wk_second-secret-shown-once")}},
 		{name: "api key create shows the secret once", method: "POST", path: "/apikeys", session: "owner", htmx: true,
 			form: url.Values{"name": {"sdk"}, "namespace": {"payments-prod"}, "role": {"editor"}}, status: 200, golden: "apikeys-created",
@@ -179,6 +180,18 @@ func TestConsoleHandlers(t *testing.T) {
 			contains: []string{"key-name-error", "Give the key a name"}, notContain: []string{`id="new-secret"`}},
 		{name: "api key with owner role is refused", method: "POST", path: "/apikeys", session: "owner", form: url.Values{"name": {"x"}, "role": {"owner"}}, status: 422,
 			contains: []string{"Choose one of the offered roles."}},
+		{name: "api key bound to an agent with an expiry", method: "POST", path: "/apikeys", session: "owner", htmx: true,
+			form: url.Values{"name": {"triage"}, "namespace": {"payments-prod"}, "role": {"editor"}, "agent": {"triage-bot"}, "expires": {"720h"}}, status: 200,
+			contains: []string{`id="new-secret"`, "<code>triage-bot</code>", "<td>agent</td>", "2026-12-02 09:30"}},
+		{name: "api key bound to an agent needs a namespace", method: "POST", path: "/apikeys", session: "owner",
+			form: url.Values{"name": {"triage"}, "namespace": {"*"}, "role": {"viewer"}, "agent": {"triage-bot"}}, status: 422,
+			contains: []string{"key-agent-error", "scoped to the agent&#39;s namespace", `value="triage-bot" aria-invalid="true"`}, notContain: []string{`id="new-secret"`}},
+		{name: "api key with a malformed agent", method: "POST", path: "/apikeys", session: "owner",
+			form: url.Values{"name": {"triage"}, "namespace": {"default"}, "role": {"viewer"}, "agent": {"Triage Bot"}}, status: 422,
+			contains: []string{"lower-case letters, digits and hyphens"}},
+		{name: "api key with an expiry not offered", method: "POST", path: "/apikeys", session: "owner",
+			form: url.Values{"name": {"x"}, "role": {"viewer"}, "expires": {"-1h"}}, status: 422,
+			contains: []string{"Choose one of the offered expiries."}, notContain: []string{`id="new-secret"`}},
 		{name: "revoke", method: "POST", path: "/apikeys/key-2/revoke", session: "owner", htmx: true, form: url.Values{}, status: 200,
 			contains: []string{"Key revoked"}, notContain: []string{"/apikeys/key-2/revoke"}},
 		{name: "revoke unknown", method: "POST", path: "/apikeys/nope/revoke", session: "owner", htmx: true, form: url.Values{}, status: 200,

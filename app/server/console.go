@@ -409,7 +409,8 @@ func (a consoleAPIKeys) CreateAPIKey(ctx context.Context, p auth.Principal, req 
 	if req.Namespace == "" {
 		req.Namespace = auth.AllNamespaces
 	}
-	secret, key, err := a.s.createAPIKey(ctx, p, api.APIKeyCreateRequest{Name: req.Name, Namespace: req.Namespace, Role: req.Role})
+	secret, key, err := a.s.createAPIKey(ctx, p, api.APIKeyCreateRequest{Name: req.Name, Namespace: req.Namespace, Role: req.Role,
+		Agent: req.Agent, ExpiresIn: req.ExpiresIn})
 	noteConsole(ctx, "create", domainOf(req.Namespace), "apikeys/"+req.Name, err)
 	return secret, key, err
 }

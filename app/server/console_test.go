@@ -300,3 +300,33 @@ func TestConsoleAuditNewestFirst(t *testing.T) {
 	require.Less(t, third, second, "newest first")
 	require.Less(t, second, first, "newest first")
 }
+
+// TestConsoleAPIKeyExpiryAndAgent: the console's create form passes the
+// expiry and the agent binding through to the API's key creation.
+func TestConsoleAPIKeyExpiryAndAgent(t *testing.T) {
+	t.Parallel()
+	b := consoleSetup(t, withOIDC(false))
+	owner, ownerCSRF := signIn(t, b, "alice@acme.example", true)
+	r := b.page(t, http.MethodPost, "/apikeys", owner, url.Values{"name": {"ci"}, "namespace": {"default"}, "role": {"viewer"},
+		"expires": {"720h"}, oidc.CSRFField: {ownerCSRF}}, nil)
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	require.Contains(t, string(r.body), `id="new-secret"`)
+	list := b.do(t, http.MethodGet, "/v1/apikeys", "", nil)
+	require.Equal(t, http.StatusOK, list.status, string(list.body))
+	found := false
+	for _, it := range list.json(t)["items"].([]any) {
+		k := it.(map[string]any)
+		if k["name"] == "ci" {
+			found = true
+			require.NotEmpty(t, k["expiresAt"], "the key expires: %v", k)
+		}
+	}
+	require.True(t, found, string(list.body))
+
+	// The agent reaches the API, which refuses a binding to an unknown agent.
+	r = b.page(t, http.MethodPost, "/apikeys", owner, url.Values{"name": {"bot"}, "namespace": {"default"}, "role": {"viewer"},
+		"agent": {"ghost"}, oidc.CSRFField: {ownerCSRF}}, nil)
+	require.Equal(t, http.StatusUnprocessableEntity, r.status, string(r.body))
+	require.Contains(t, string(r.body), `agent &#34;ghost&#34; not found`)
+	require.NotContains(t, string(r.body), `id="new-secret"`)
+}

@@ -345,10 +345,33 @@ func (f *Fake) CreateAPIKey(ctx context.Context, p auth.Principal, req apikeys.R
 	}
 	f.seq++
 	k := store.APIKey{ID: fmt.Sprintf("key-%d", f.seq), Tenant: p.Tenant, Name: req.Name, SecretHash: hash,
-		Namespace: req.Namespace, Role: req.Role, CreatedAt: f.now()}
+		Namespace: req.Namespace, Role: req.Role, Agent: req.Agent, CreatedAt: f.now()}
+	if k.Agent != "" {
+		k.Role = authz.RoleAgent
+	}
+	if req.ExpiresIn != "" {
+		d, err := time.ParseDuration(req.ExpiresIn)
+		if err != nil {
+			return "", store.APIKey{}, fmt.Errorf("expiresIn: %w", err)
+		}
+		exp := f.now().Add(d)
+		k.ExpiresAt = &exp
+	}
 	f.keys[p.Tenant] = append(f.keys[p.Tenant], k)
 	f.record(p, "apply", "", "apikeys/"+k.Name)
 	return secret, k, nil
+}
+
+// TouchAPIKey records that a key was used at t (as the API's
+// authentication does).
+func (f *Fake) TouchAPIKey(tenant, id string, t time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, k := range f.keys[tenant] {
+		if k.ID == id {
+			f.keys[tenant][i].LastUsedAt = &t
+		}
+	}
 }
 
 // RevokeAPIKey marks a key revoked.
