@@ -394,3 +394,67 @@ func TestAuditNewestFirst(t *testing.T) {
 	require.Contains(t, body, "Newest records")
 	require.NotContains(t, body, "Older records")
 }
+
+// TestMemberRoleChange: a member's role can be changed and owner granted;
+// owner is offered and accepted only when the authorizer lets the caller
+// patch members.
+func TestMemberRoleChange(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, body := b.do(t, scenario{method: "GET", path: "/members", session: "owner"})
+	require.Contains(t, body, `action="/members/bob@acme.test/role"`)
+	require.Contains(t, roleSelect(t, body), `<option value="owner">owner</option>`)
+	require.NotContains(t, body, `action="/members/ada@acme.test/role"`, "not one's own row")
+
+	_, body = b.do(t, scenario{method: "POST", path: "/members/bob@acme.test/role", session: "owner", htmx: true,
+		form: url.Values{"role": {"editor"}, "namespace": {"payments-prod"}}})
+	require.Contains(t, body, "bob@acme.test is now editor in payments-prod.")
+	require.Contains(t, body, "editor in payments-prod")
+
+	_, body = b.do(t, scenario{method: "POST", path: "/members/bob@acme.test/role", session: "owner", htmx: true,
+		form: url.Values{"role": {"owner"}}})
+	require.Contains(t, body, "bob@acme.test is now an owner.")
+	ms, err := b.fake.Members(t.Context(), auth.Principal{Tenant: "acme"})
+	require.NoError(t, err)
+	for _, m := range ms {
+		if m.Email == "bob@acme.test" {
+			require.True(t, m.Owner)
+		}
+	}
+
+	// An authorizer that lets the caller manage members but not patch them
+	// (a non-owner): owner is neither offered nor accepted.
+	b = setup(t)
+	deps := b.fake.Deps()
+	var asked []string
+	deps.Authorize = func(_ context.Context, _ auth.Principal, verb, ns, obj string) error {
+		asked = append(asked, verb+" "+obj+"@"+ns)
+		if verb == auth.VerbPatch {
+			return auth.ErrForbidden
+		}
+		return nil
+	}
+	app := fiber.New()
+	b.fake.Mount(app)
+	cs, err := web.New(deps)
+	require.NoError(t, err)
+	cs.Register(app)
+	b.app = app
+	_, body = b.do(t, scenario{method: "GET", path: "/members", session: "owner"})
+	require.Contains(t, body, `action="/members/bob@acme.test/role"`)
+	require.NotContains(t, roleSelect(t, body), `<option value="owner">owner</option>`)
+	require.Contains(t, roleSelect(t, body), `<option value="admin">admin</option>`)
+	require.Contains(t, asked, "patch members@")
+	resp, body := b.do(t, scenario{method: "POST", path: "/members/bob@acme.test/role", session: "owner",
+		form: url.Values{"role": {"owner"}}})
+	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
+	require.Contains(t, body, "Choose one of the offered roles.")
+}
+
+// roleSelect is bob's change-role select.
+func roleSelect(t *testing.T, body string) string {
+	t.Helper()
+	m := regexp.MustCompile(`<select id="role-bob-at-acme-test" name="role">(.*?)</select>`).FindStringSubmatch(body)
+	require.Len(t, m, 2, body)
+	return m[1]
+}

@@ -330,3 +330,32 @@ func TestConsoleAPIKeyExpiryAndAgent(t *testing.T) {
 	require.Contains(t, string(r.body), `agent &#34;ghost&#34; not found`)
 	require.NotContains(t, string(r.body), `id="new-secret"`)
 }
+
+// TestConsoleMemberRoleChange: an owner changes a member's role and grants
+// ownership; an admin may not grant ownership.
+func TestConsoleMemberRoleChange(t *testing.T) {
+	t.Parallel()
+	b := consoleSetup(t, withOIDC(false))
+	owner, ownerCSRF := signIn(t, b, "alice@acme.example", true)
+	for _, email := range []string{"bob@acme.example", "carol@acme.example"} {
+		r := b.page(t, http.MethodPost, "/members/invite", owner, url.Values{"email": {email}, "role": {"viewer"},
+			"namespace": {"default"}, oidc.CSRFField: {ownerCSRF}}, nil)
+		require.Less(t, r.status, 400, string(r.body))
+	}
+	r := b.page(t, http.MethodPost, "/members/bob@acme.example/role", owner, url.Values{"role": {"admin"},
+		"namespace": {"default"}, oidc.CSRFField: {ownerCSRF}}, map[string]string{"HX-Request": "true"})
+	require.Contains(t, string(r.body), "bob@acme.example is now admin in default.")
+	require.Contains(t, string(r.body), "admin in default")
+	require.NotContains(t, string(r.body), "viewer in default, ", "the role is replaced, not added")
+
+	bob, bobCSRF := signIn(t, b, "bob@acme.example", false)
+	r = b.page(t, http.MethodPost, "/members/carol@acme.example/role", bob, url.Values{"role": {"owner"},
+		oidc.CSRFField: {bobCSRF}}, nil)
+	require.Equal(t, http.StatusUnprocessableEntity, r.status, string(r.body))
+	require.Contains(t, string(r.body), "Choose one of the offered roles.")
+
+	r = b.page(t, http.MethodPost, "/members/carol@acme.example/role", owner, url.Values{"role": {"owner"},
+		oidc.CSRFField: {ownerCSRF}}, map[string]string{"HX-Request": "true"})
+	require.Contains(t, string(r.body), "carol@acme.example is now an owner.", string(r.body))
+	require.Regexp(t, `carol@acme.example</th><td>[^<]*</td><td><span class="badge">owner</span>`, string(r.body))
+}

@@ -279,6 +279,33 @@ func (f *Fake) Invite(ctx context.Context, p auth.Principal, inv members.Invitat
 	return nil
 }
 
+// SetRole changes a member's role: owner needs patch on members from the
+// authorizer, a namespace role replaces the member's role summary.
+func (f *Fake) SetRole(ctx context.Context, p auth.Principal, ch members.RoleChange) error {
+	verb := authz.VerbCreate
+	if ch.Role == auth.RoleOwner {
+		verb = auth.VerbPatch
+	}
+	if err := f.Authorize(ctx, p, verb, "", authz.ObjMembers); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, m := range f.members[p.Tenant] {
+		if m.Email != ch.Email {
+			continue
+		}
+		if ch.Role == auth.RoleOwner {
+			f.members[p.Tenant][i].Owner, f.members[p.Tenant][i].Role = true, auth.RoleOwner
+		} else {
+			f.members[p.Tenant][i].Role = ch.Role + " in " + ch.Namespace
+		}
+		f.record(p, "patch", "", "members/"+ch.Email)
+		return nil
+	}
+	return fmt.Errorf("member %s: %w", ch.Email, store.ErrNotFound)
+}
+
 // Remove removes a member.
 func (f *Fake) Remove(ctx context.Context, p auth.Principal, email string) error {
 	if err := f.Authorize(ctx, p, auth.VerbDelete, "", authz.ObjMembers); err != nil {
