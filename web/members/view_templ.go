@@ -236,7 +236,7 @@ func Region(m Model) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 19, "</caption> <thead><tr><th scope=\"col\">E-mail</th><th scope=\"col\">Name</th><th scope=\"col\">Role</th><th scope=\"col\">Status</th><th scope=\"col\">Joined</th><th scope=\"col\">Last sign-in</th><th scope=\"col\">Change role <span class=\"hint\">(owner: whole tenant)</span></th><th scope=\"col\"><span class=\"visually-hidden\">Actions</span></th></tr></thead> <tbody>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 19, "</caption> <thead><tr><th scope=\"col\">E-mail</th><th scope=\"col\">Name</th><th scope=\"col\">Role</th><th scope=\"col\">Status</th><th scope=\"col\">Joined</th><th scope=\"col\">Last sign-in</th><th scope=\"col\">Change role</th><th scope=\"col\"><span class=\"visually-hidden\">Actions</span></th></tr></thead> <tbody>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
