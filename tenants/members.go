@@ -215,6 +215,38 @@ func (s *Service) CreateNamespace(ctx context.Context, p auth.Principal, name, d
 	return out, nil
 }
 
+// GrantOwnership makes an existing member an owner of p's tenant. Whether
+// p may is asked of app/authz (patch members at tenant scope, which only
+// owners hold).
+func (s *Service) GrantOwnership(ctx context.Context, p auth.Principal, email string) error {
+	email, err := NormalizeEmail(email)
+	if err != nil {
+		return apierr.New(apierr.CodeInvalidRequest, "grant ownership: email: %v", err)
+	}
+	if err := s.authorize(ctx, p, auth.VerbPatch, "", authz.ObjMembers); err != nil {
+		return err
+	}
+	err = s.st.Update(ctx, p.Tenant, func(ctx context.Context, tx store.Tx) error {
+		m, err := tx.MemberGet(ctx, email)
+		if errors.Is(err, store.ErrNotFound) {
+			return apierr.New(apierr.CodeNotFound, "%s is not a member of tenant %q: invite them first", email, p.Tenant)
+		}
+		if err != nil {
+			return err
+		}
+		if m.Owner {
+			return nil
+		}
+		m.Owner = true
+		return tx.MemberUpsert(ctx, *m)
+	})
+	if err != nil {
+		return mapErr("grant ownership to "+email, err)
+	}
+	s.logger.InfoContext(ctx, "ownership granted", "tenant", p.Tenant, "by", p.Subject)
+	return nil
+}
+
 // RemoveMember removes a person from p's tenant with every RoleBinding this
 // package wrote for them. Their sessions stop working on the next request,
 // because session authentication re-reads the membership. Only an owner may

@@ -214,6 +214,7 @@ func (cs *Console) Register(r fiber.Router) {
 	r.Get("/members", sh, in, cs.members.Get)
 	r.Post("/members/invite", sh, in, cs.members.Invite)
 	r.Post("/members/:email/remove", sh, in, cs.members.Remove)
+	r.Post("/members/:email/role", sh, in, cs.members.SetRole)
 	r.Get("/namespaces", sh, in, cs.namespaces.Get)
 	r.Post("/namespaces", sh, in, cs.namespaces.Create)
 	r.Get("/apikeys", sh, in, cs.apikeys.Get)

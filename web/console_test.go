@@ -3,6 +3,8 @@ package web_test
 import (
 	"context"
 	"flag"
+	"fmt"
+	"html"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +24,7 @@ import (
 	"github.com/warden-dev/warden/app/auth"
 	"github.com/warden-dev/warden/web"
 	"github.com/warden-dev/warden/web/apikeys"
+	"github.com/warden-dev/warden/web/audit"
 	"github.com/warden-dev/warden/web/members"
 	"github.com/warden-dev/warden/web/signup"
 	"github.com/warden-dev/warden/web/webtest"
@@ -57,8 +61,9 @@ func setup(t *testing.T) bundle {
 	_, k, err := fake.CreateAPIKey(ctx, p, keyReq("old-ci"))
 	require.NoError(t, err)
 	require.NoError(t, fake.RevokeAPIKey(ctx, p, k.ID))
-	_, _, err = fake.CreateAPIKey(ctx, p, keyReq("deploy-bot"))
+	_, k, err = fake.CreateAPIKey(ctx, p, keyReq("deploy-bot"))
 	require.NoError(t, err)
+	fake.TouchAPIKey("acme", k.ID, clock.Add(-90*time.Minute))
 	fake.AddAudit(appaudit.Record{Time: clock, Tenant: "acme", Actor: "apikey:deploy-bot", Verb: "apply", Namespace: "payments-prod",
 		Resource: "agents/refunds", Outcome: appaudit.OutcomeDenied, Policy: "role:viewer@*", Reason: "forbidden"})
 	b.viewer = fake.SignIn("acme", "bob@acme.test")
@@ -166,7 +171,7 @@ func TestConsoleHandlers(t *testing.T) {
 			contains: []string{"That already exists."}},
 
 		{name: "api keys page never shows secrets or hashes", method: "GET", path: "/apikeys", session: "owner", status: 200, golden: "apikeys",
-			contains:   []string{"deploy-bot", "old-ci", "revoked", "/apikeys/key-2/revoke"},
+			contains:   []string{"deploy-bot", "old-ci", "revoked", "/apikeys/key-2/revoke", "<td>2026-11-02 08:00</td>", "Last used (UTC)", `name="agent"`, `name="expires"`},
 			notContain: []string{"wk_first-secret-shown-once", "wk_second-secret-shown-once", "/apikeys/key-1/revoke", auth.HashAPIKey("wk_second-secret-shown-once")}},
 		{name: "api key create shows the secret once", method: "POST", path: "/apikeys", session: "owner", htmx: true,
 			form: url.Values{"name": {"sdk"}, "namespace": {"payments-prod"}, "role": {"editor"}}, status: 200, golden: "apikeys-created",
@@ -175,6 +180,18 @@ func TestConsoleHandlers(t *testing.T) {
 			contains: []string{"key-name-error", "Give the key a name"}, notContain: []string{`id="new-secret"`}},
 		{name: "api key with owner role is refused", method: "POST", path: "/apikeys", session: "owner", form: url.Values{"name": {"x"}, "role": {"owner"}}, status: 422,
 			contains: []string{"Choose one of the offered roles."}},
+		{name: "api key bound to an agent with an expiry", method: "POST", path: "/apikeys", session: "owner", htmx: true,
+			form: url.Values{"name": {"triage"}, "namespace": {"payments-prod"}, "role": {"editor"}, "agent": {"triage-bot"}, "expires": {"720h"}}, status: 200,
+			contains: []string{`id="new-secret"`, "<code>triage-bot</code>", "<td>agent</td>", "2026-12-02 09:30"}},
+		{name: "api key bound to an agent needs a namespace", method: "POST", path: "/apikeys", session: "owner",
+			form: url.Values{"name": {"triage"}, "namespace": {"*"}, "role": {"viewer"}, "agent": {"triage-bot"}}, status: 422,
+			contains: []string{"key-agent-error", "scoped to the agent&#39;s namespace", `value="triage-bot" aria-invalid="true"`}, notContain: []string{`id="new-secret"`}},
+		{name: "api key with a malformed agent", method: "POST", path: "/apikeys", session: "owner",
+			form: url.Values{"name": {"triage"}, "namespace": {"default"}, "role": {"viewer"}, "agent": {"Triage Bot"}}, status: 422,
+			contains: []string{"lower-case letters, digits and hyphens"}},
+		{name: "api key with an expiry not offered", method: "POST", path: "/apikeys", session: "owner",
+			form: url.Values{"name": {"x"}, "role": {"viewer"}, "expires": {"-1h"}}, status: 422,
+			contains: []string{"Choose one of the offered expiries."}, notContain: []string{`id="new-secret"`}},
 		{name: "revoke", method: "POST", path: "/apikeys/key-2/revoke", session: "owner", htmx: true, form: url.Values{}, status: 200,
 			contains: []string{"Key revoked"}, notContain: []string{"/apikeys/key-2/revoke"}},
 		{name: "revoke unknown", method: "POST", path: "/apikeys/nope/revoke", session: "owner", htmx: true, form: url.Values{}, status: 200,
@@ -349,4 +366,95 @@ func TestScreensAskTheAuthorizer(t *testing.T) {
 		require.Contains(t, asked, "apply namespaces@")
 		require.Contains(t, asked, "create apikeys@")
 	}
+}
+
+// TestAuditNewestFirst: the audit page lists the newest record first and
+// pages backwards to older records with ?before=.
+func TestAuditNewestFirst(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	// setup recorded records 1..n; add enough to fill more than one page.
+	for i := range audit.PageSize + 5 {
+		b.fake.AddAudit(appaudit.Record{Time: clock.Add(time.Duration(i) * time.Second), Tenant: "acme", Actor: "apikey:ci",
+			Verb: "apply", Namespace: "default", Resource: fmt.Sprintf("agents/a%03d", i), Outcome: appaudit.OutcomeAllowed})
+	}
+	order := func(body string) []string {
+		return regexp.MustCompile(`agents/a\d{3}`).FindAllString(body, -1)
+	}
+	_, body := b.do(t, scenario{method: "GET", path: "/audit?actor=apikey:ci", session: "owner"})
+	got := order(body)
+	require.Len(t, got, audit.PageSize)
+	require.Equal(t, fmt.Sprintf("agents/a%03d", audit.PageSize+4), got[0], "newest first")
+	require.True(t, slices.IsSortedFunc(got, func(a, b string) int { return strings.Compare(b, a) }), got)
+
+	next := regexp.MustCompile(`href="(/audit\?[^"]*before=\d+[^"]*)"`).FindStringSubmatch(body)
+	require.Len(t, next, 2, "a link to older records")
+	_, body = b.do(t, scenario{method: "GET", path: html.UnescapeString(next[1]), session: "owner"})
+	require.Equal(t, []string{"agents/a004", "agents/a003", "agents/a002", "agents/a001", "agents/a000"}, order(body))
+	require.Contains(t, body, "Newest records")
+	require.NotContains(t, body, "Older records")
+}
+
+// TestMemberRoleChange: a member's role can be changed and owner granted;
+// owner is offered and accepted only when the authorizer lets the caller
+// patch members.
+func TestMemberRoleChange(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, body := b.do(t, scenario{method: "GET", path: "/members", session: "owner"})
+	require.Contains(t, body, `action="/members/bob@acme.test/role"`)
+	require.Contains(t, roleSelect(t, body), `<option value="owner">owner</option>`)
+	require.NotContains(t, body, `action="/members/ada@acme.test/role"`, "not one's own row")
+
+	_, body = b.do(t, scenario{method: "POST", path: "/members/bob@acme.test/role", session: "owner", htmx: true,
+		form: url.Values{"role": {"editor"}, "namespace": {"payments-prod"}}})
+	require.Contains(t, body, "bob@acme.test is now editor in payments-prod.")
+	require.Contains(t, body, "editor in payments-prod")
+
+	_, body = b.do(t, scenario{method: "POST", path: "/members/bob@acme.test/role", session: "owner", htmx: true,
+		form: url.Values{"role": {"owner"}}})
+	require.Contains(t, body, "bob@acme.test is now an owner.")
+	ms, err := b.fake.Members(t.Context(), auth.Principal{Tenant: "acme"})
+	require.NoError(t, err)
+	for _, m := range ms {
+		if m.Email == "bob@acme.test" {
+			require.True(t, m.Owner)
+		}
+	}
+
+	// An authorizer that lets the caller manage members but not patch them
+	// (a non-owner): owner is neither offered nor accepted.
+	b = setup(t)
+	deps := b.fake.Deps()
+	var asked []string
+	deps.Authorize = func(_ context.Context, _ auth.Principal, verb, ns, obj string) error {
+		asked = append(asked, verb+" "+obj+"@"+ns)
+		if verb == auth.VerbPatch {
+			return auth.ErrForbidden
+		}
+		return nil
+	}
+	app := fiber.New()
+	b.fake.Mount(app)
+	cs, err := web.New(deps)
+	require.NoError(t, err)
+	cs.Register(app)
+	b.app = app
+	_, body = b.do(t, scenario{method: "GET", path: "/members", session: "owner"})
+	require.Contains(t, body, `action="/members/bob@acme.test/role"`)
+	require.NotContains(t, roleSelect(t, body), `<option value="owner">owner</option>`)
+	require.Contains(t, roleSelect(t, body), `<option value="admin">admin</option>`)
+	require.Contains(t, asked, "patch members@")
+	resp, body := b.do(t, scenario{method: "POST", path: "/members/bob@acme.test/role", session: "owner",
+		form: url.Values{"role": {"owner"}}})
+	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
+	require.Contains(t, body, "Choose one of the offered roles.")
+}
+
+// roleSelect is bob's change-role select.
+func roleSelect(t *testing.T, body string) string {
+	t.Helper()
+	m := regexp.MustCompile(`<select id="role-bob-at-acme-test" name="role">(.*?)</select>`).FindStringSubmatch(body)
+	require.Len(t, m, 2, body)
+	return m[1]
 }

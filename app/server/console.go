@@ -314,6 +314,25 @@ func (a consoleMembers) invite(ctx context.Context, p auth.Principal, inv member
 	return err
 }
 
+// SetRole binds an existing member to a namespace role ("*" or empty:
+// default), replacing their role there, or makes them an owner.
+func (a consoleMembers) SetRole(ctx context.Context, p auth.Principal, ch members.RoleChange) error {
+	ns := domainOf(ch.Namespace)
+	if ns == "" {
+		ns = tenants.DefaultNamespace
+	}
+	var err error
+	if ch.Role == auth.RoleOwner {
+		ns = ""
+		err = a.svc.GrantOwnership(ctx, p, ch.Email)
+	} else {
+		_, err = a.svc.BindRole(ctx, p, ns, ch.Email, ch.Role)
+	}
+	a.s.authz.Invalidate(p.Tenant)
+	noteConsole(ctx, "patch", ns, "members/"+ch.Email, err)
+	return err
+}
+
 func (a consoleMembers) Remove(ctx context.Context, p auth.Principal, email string) error {
 	err := a.s.checkPrincipal(ctx, p, auth.VerbDelete, "", authz.ObjMembers)
 	if err == nil {
@@ -409,7 +428,8 @@ func (a consoleAPIKeys) CreateAPIKey(ctx context.Context, p auth.Principal, req 
 	if req.Namespace == "" {
 		req.Namespace = auth.AllNamespaces
 	}
-	secret, key, err := a.s.createAPIKey(ctx, p, api.APIKeyCreateRequest{Name: req.Name, Namespace: req.Namespace, Role: req.Role})
+	secret, key, err := a.s.createAPIKey(ctx, p, api.APIKeyCreateRequest{Name: req.Name, Namespace: req.Namespace, Role: req.Role,
+		Agent: req.Agent, ExpiresIn: req.ExpiresIn})
 	noteConsole(ctx, "create", domainOf(req.Namespace), "apikeys/"+req.Name, err)
 	return secret, key, err
 }

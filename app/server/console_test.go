@@ -283,3 +283,79 @@ func TestConsoleSignup(t *testing.T) {
 	require.Equal(t, http.StatusUnprocessableEntity, r.status)
 	require.Contains(t, string(r.body), "is taken")
 }
+
+// TestConsoleAuditNewestFirst: the audit page, read from the store, lists
+// the newest record first.
+func TestConsoleAuditNewestFirst(t *testing.T) {
+	t.Parallel()
+	b := consoleSetup(t, withOIDC(false))
+	owner, ownerCSRF := signIn(t, b, "alice@acme.example", true)
+	for _, ns := range []string{"first-ns", "second-ns", "third-ns"} {
+		r := b.page(t, http.MethodPost, "/namespaces", owner, url.Values{"name": {ns}, oidc.CSRFField: {ownerCSRF}}, nil)
+		require.Less(t, r.status, 400, string(r.body))
+	}
+	body := string(b.page(t, http.MethodGet, "/audit?verb=apply", owner, nil, nil).body)
+	first, second, third := strings.Index(body, "namespaces/first-ns"), strings.Index(body, "namespaces/second-ns"), strings.Index(body, "namespaces/third-ns")
+	require.True(t, first > 0 && second > 0 && third > 0, body)
+	require.Less(t, third, second, "newest first")
+	require.Less(t, second, first, "newest first")
+}
+
+// TestConsoleAPIKeyExpiryAndAgent: the console's create form passes the
+// expiry and the agent binding through to the API's key creation.
+func TestConsoleAPIKeyExpiryAndAgent(t *testing.T) {
+	t.Parallel()
+	b := consoleSetup(t, withOIDC(false))
+	owner, ownerCSRF := signIn(t, b, "alice@acme.example", true)
+	r := b.page(t, http.MethodPost, "/apikeys", owner, url.Values{"name": {"ci"}, "namespace": {"default"}, "role": {"viewer"},
+		"expires": {"720h"}, oidc.CSRFField: {ownerCSRF}}, nil)
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	require.Contains(t, string(r.body), `id="new-secret"`)
+	list := b.do(t, http.MethodGet, "/v1/apikeys", "", nil)
+	require.Equal(t, http.StatusOK, list.status, string(list.body))
+	found := false
+	for _, it := range list.json(t)["items"].([]any) {
+		k := it.(map[string]any)
+		if k["name"] == "ci" {
+			found = true
+			require.NotEmpty(t, k["expiresAt"], "the key expires: %v", k)
+		}
+	}
+	require.True(t, found, string(list.body))
+
+	// The agent reaches the API, which refuses a binding to an unknown agent.
+	r = b.page(t, http.MethodPost, "/apikeys", owner, url.Values{"name": {"bot"}, "namespace": {"default"}, "role": {"viewer"},
+		"agent": {"ghost"}, oidc.CSRFField: {ownerCSRF}}, nil)
+	require.Equal(t, http.StatusUnprocessableEntity, r.status, string(r.body))
+	require.Contains(t, string(r.body), `agent &#34;ghost&#34; not found`)
+	require.NotContains(t, string(r.body), `id="new-secret"`)
+}
+
+// TestConsoleMemberRoleChange: an owner changes a member's role and grants
+// ownership; an admin may not grant ownership.
+func TestConsoleMemberRoleChange(t *testing.T) {
+	t.Parallel()
+	b := consoleSetup(t, withOIDC(false))
+	owner, ownerCSRF := signIn(t, b, "alice@acme.example", true)
+	for _, email := range []string{"bob@acme.example", "carol@acme.example"} {
+		r := b.page(t, http.MethodPost, "/members/invite", owner, url.Values{"email": {email}, "role": {"viewer"},
+			"namespace": {"default"}, oidc.CSRFField: {ownerCSRF}}, nil)
+		require.Less(t, r.status, 400, string(r.body))
+	}
+	r := b.page(t, http.MethodPost, "/members/bob@acme.example/role", owner, url.Values{"role": {"admin"},
+		"namespace": {"default"}, oidc.CSRFField: {ownerCSRF}}, map[string]string{"HX-Request": "true"})
+	require.Contains(t, string(r.body), "bob@acme.example is now admin in default.")
+	require.Contains(t, string(r.body), "admin in default")
+	require.NotContains(t, string(r.body), "viewer in default, ", "the role is replaced, not added")
+
+	bob, bobCSRF := signIn(t, b, "bob@acme.example", false)
+	r = b.page(t, http.MethodPost, "/members/carol@acme.example/role", bob, url.Values{"role": {"owner"},
+		oidc.CSRFField: {bobCSRF}}, nil)
+	require.Equal(t, http.StatusUnprocessableEntity, r.status, string(r.body))
+	require.Contains(t, string(r.body), "Choose one of the offered roles.")
+
+	r = b.page(t, http.MethodPost, "/members/carol@acme.example/role", owner, url.Values{"role": {"owner"},
+		oidc.CSRFField: {ownerCSRF}}, map[string]string{"HX-Request": "true"})
+	require.Contains(t, string(r.body), "carol@acme.example is now an owner.", string(r.body))
+	require.Regexp(t, `carol@acme.example</th><td>[^<]*</td><td><span class="badge">owner</span>`, string(r.body))
+}

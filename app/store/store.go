@@ -200,12 +200,17 @@ type Change struct {
 
 // AuditListParams filters an audit listing.
 type AuditListParams struct {
-	After     int64
-	Limit     int
-	Actor     string
-	Namespace string
-	Verb      string
-	Since     time.Time
+	After int64
+	// Before, when positive, keeps only records with a smaller sequence
+	// number (paging backwards through a newest-first listing).
+	Before int64
+	// NewestFirst lists in descending sequence order instead of chain order.
+	NewestFirst bool
+	Limit       int
+	Actor       string
+	Namespace   string
+	Verb        string
+	Since       time.Time
 }
 
 // APIKey is a stored API key. The secret itself is never stored.

@@ -5,6 +5,7 @@ package apikeys
 import (
 	"context"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -30,7 +31,23 @@ type Service interface {
 type Request struct {
 	Name      string
 	Namespace string
-	Role      string
+	// Role is empty for an agent-bound key (its role is agent).
+	Role string
+	// Agent binds the key to one agent of Namespace; empty for none.
+	Agent string
+	// ExpiresIn is a duration such as "720h"; empty means no expiry.
+	ExpiresIn string
+}
+
+// Lifetime is one choice of the create form's expiry select.
+type Lifetime struct {
+	Value string // a duration for Request.ExpiresIn; "" for never
+	Label string
+}
+
+// Lifetimes are the expiries the create form offers.
+var Lifetimes = []Lifetime{
+	{"", "Never"}, {"168h", "7 days"}, {"720h", "30 days"}, {"2160h", "90 days"}, {"8760h", "1 year"},
 }
 
 // Roles a key may carry (owner is for people only).
@@ -45,6 +62,19 @@ type Handler struct {
 
 func blank() Model { return Model{FormRole: auth.RoleViewer, FormNamespace: auth.AllNamespaces} }
 
+// dnsLabel reports whether s is a DNS-1123 label (an agent's name).
+func dnsLabel(s string) bool {
+	if s == "" || len(s) > 63 || s[0] == '-' || s[len(s)-1] == '-' {
+		return false
+	}
+	for _, r := range s {
+		if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '-' {
+			return false
+		}
+	}
+	return true
+}
+
 // Get renders the screen (never with a secret).
 func (h *Handler) Get(c *fiber.Ctx) error {
 	return h.render(c, fiber.StatusOK, h.model(c, blank()))
@@ -58,21 +88,35 @@ func (h *Handler) Create(c *fiber.Ctx) error {
 		Name:      layout.Form(c, "name"),
 		Namespace: layout.Form(c, "namespace"),
 		Role:      layout.Form(c, "role"),
+		Agent:     layout.Form(c, "agent"),
+		ExpiresIn: layout.Form(c, "expires"),
 	}
 	if req.Namespace == "" {
 		req.Namespace = auth.AllNamespaces
 	}
-	form := Model{FormName: req.Name, FormNamespace: req.Namespace, FormRole: req.Role}
+	form := Model{FormName: req.Name, FormNamespace: req.Namespace, FormRole: req.Role, FormAgent: req.Agent, FormExpires: req.ExpiresIn}
 	if req.Name == "" || len(req.Name) > 63 {
 		form.NameError = "Give the key a name of 1–63 characters, e.g. ci-deploy."
 		return h.render(c, fiber.StatusUnprocessableEntity, h.model(c, form))
 	}
-	ok := false
-	for _, r := range Roles {
-		ok = ok || r == req.Role
-	}
-	if !ok {
+	if req.Agent != "" {
+		switch {
+		case !dnsLabel(req.Agent):
+			form.AgentError = "An agent name has lower-case letters, digits and hyphens, e.g. triage-bot."
+		case req.Namespace == auth.AllNamespaces:
+			form.AgentError = "A key bound to an agent is scoped to the agent's namespace: name it instead of *."
+		}
+		if form.AgentError != "" {
+			return h.render(c, fiber.StatusUnprocessableEntity, h.model(c, form))
+		}
+		// An agent-bound key has role agent, whatever the role select says.
+		req.Role = ""
+	} else if !slices.Contains(Roles, req.Role) {
 		form.Error = "Choose one of the offered roles."
+		return h.render(c, fiber.StatusUnprocessableEntity, h.model(c, form))
+	}
+	if !slices.ContainsFunc(Lifetimes, func(l Lifetime) bool { return l.Value == req.ExpiresIn }) {
+		form.Error = "Choose one of the offered expiries."
 		return h.render(c, fiber.StatusUnprocessableEntity, h.model(c, form))
 	}
 	secret, key, err := h.Service.CreateAPIKey(c.UserContext(), p, req)
@@ -115,6 +159,7 @@ func (h *Handler) model(c *fiber.Ctx, m Model) Model {
 	p, _ := h.Env.Principal(c)
 	m.Page = h.Env.Page(c, "API keys", "apikeys")
 	m.Roles = Roles
+	m.Lifetimes = Lifetimes
 	m.CanManage = h.Env.Allowed(c, authz.VerbCreate, "", authz.ObjAPIKeys)
 	keys, err := h.Service.APIKeys(c.UserContext(), p)
 	if err != nil && m.Error == "" {
@@ -122,12 +167,16 @@ func (h *Handler) model(c *fiber.Ctx, m Model) Model {
 	}
 	now := h.Now()
 	for _, k := range keys {
-		r := Row{ID: k.ID, Name: k.Name, Namespace: k.Namespace, Role: k.Role, Created: k.CreatedAt.UTC().Format("2006-01-02"), Status: "active", Expires: "never"}
+		r := Row{ID: k.ID, Name: k.Name, Namespace: k.Namespace, Role: k.Role, Agent: k.Agent, Created: k.CreatedAt.UTC().Format("2006-01-02"),
+			Status: "active", Expires: "never", LastUsed: "never"}
 		if r.Namespace == auth.AllNamespaces {
 			r.Namespace = "* (all)"
 		}
 		if k.ExpiresAt != nil {
-			r.Expires = k.ExpiresAt.UTC().Format("2006-01-02")
+			r.Expires = k.ExpiresAt.UTC().Format("2006-01-02 15:04")
+		}
+		if k.LastUsedAt != nil {
+			r.LastUsed = k.LastUsedAt.UTC().Format("2006-01-02 15:04")
 		}
 		switch {
 		case k.RevokedAt != nil:

@@ -7,7 +7,9 @@ type Model struct {
 	Page layout.Page
 	Rows []Row
 	// Roles offered by the create form.
-	Roles     []string
+	Roles []string
+	// Lifetimes offered by the create form's expiry select.
+	Lifetimes []Lifetime
 	CanManage bool
 	// NewSecret is set only in the response to the create that made it;
 	// it is never stored and never rendered again.
@@ -17,19 +19,26 @@ type Model struct {
 	FormName      string
 	FormNamespace string
 	FormRole      string
+	FormAgent     string
+	FormExpires   string
 	NameError     string
+	AgentError    string
 	Error         string
 	Notice        string
 }
 
 // Row is one key in the table; it never carries the secret or its hash.
 type Row struct {
-	ID         string
-	Name       string
-	Namespace  string
-	Role       string
-	Created    string
+	ID        string
+	Name      string
+	Namespace string
+	Role      string
+	// Agent is the agent the key is bound to; "" when none.
+	Agent   string
+	Created string
+	// Expires and LastUsed are UTC times, or "never".
 	Expires    string
+	LastUsed   string
 	Status     string
 	RevokePath string
 }

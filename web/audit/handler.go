@@ -17,8 +17,9 @@ import (
 
 // Service is what the screen needs from the audit log.
 type Service interface {
-	// Audit lists the caller's tenant's audit records in chain order,
-	// filtered (store.AuditListParams: After, Limit, Actor, Verb, Namespace).
+	// Audit lists the caller's tenant's audit records, filtered and paged
+	// (store.AuditListParams: Before, NewestFirst, Limit, Actor, Verb,
+	// Namespace).
 	Audit(ctx context.Context, p auth.Principal, q store.AuditListParams) ([]appaudit.Record, error)
 }
 
@@ -35,8 +36,9 @@ type Handler struct {
 	Service Service
 }
 
-// Get renders the screen; htmx requests (filter changes, paging) get only
-// the results.
+// Get renders the screen, newest record first; htmx requests (filter
+// changes, paging) get only the results. ?before=N pages to the records
+// older than sequence number N.
 func (h *Handler) Get(c *fiber.Ctx) error {
 	p, _ := h.Env.Principal(c)
 	m := Model{
@@ -46,10 +48,13 @@ func (h *Handler) Get(c *fiber.Ctx) error {
 		Namespace: layout.Query(c, "namespace"),
 		Verbs:     Verbs,
 	}
-	after, _ := strconv.ParseInt(c.Query("after"), 10, 64)
-	// One extra record tells whether there is a next page.
+	before, _ := strconv.ParseInt(c.Query("before"), 10, 64)
+	if before < 0 {
+		before = 0
+	}
+	// One extra record tells whether there is a next (older) page.
 	recs, err := h.Service.Audit(c.UserContext(), p, store.AuditListParams{
-		After: after, Limit: PageSize + 1, Actor: m.Actor, Verb: m.Verb, Namespace: m.Namespace,
+		Before: before, NewestFirst: true, Limit: PageSize + 1, Actor: m.Actor, Verb: m.Verb, Namespace: m.Namespace,
 	})
 	if err != nil {
 		m.Error = h.Env.ErrorMessage(c, "read the audit log", err)
@@ -67,7 +72,7 @@ func (h *Handler) Get(c *fiber.Ctx) error {
 	if more {
 		m.NextPath = m.link(recs[len(recs)-1].Seq)
 	}
-	if after > 0 {
+	if before > 0 {
 		m.FirstPath = m.link(0)
 	}
 	status := fiber.StatusOK
@@ -77,15 +82,15 @@ func (h *Handler) Get(c *fiber.Ctx) error {
 	return layout.Render(c, status, View(m))
 }
 
-func (m Model) link(after int64) string {
+func (m Model) link(before int64) string {
 	q := url.Values{}
 	for k, v := range map[string]string{"actor": m.Actor, "verb": m.Verb, "namespace": m.Namespace} {
 		if v != "" {
 			q.Set(k, v)
 		}
 	}
-	if after > 0 {
-		q.Set("after", strconv.FormatInt(after, 10))
+	if before > 0 {
+		q.Set("before", strconv.FormatInt(before, 10))
 	}
 	if len(q) == 0 {
 		return "/audit"

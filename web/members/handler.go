@@ -24,8 +24,18 @@ type Service interface {
 	// Invite adds a person to the caller's tenant with a role, in a
 	// namespace ("*" or empty: default) unless the role is owner.
 	Invite(ctx context.Context, p auth.Principal, inv Invitation) error
+	// SetRole changes an existing member's role: a namespace role replaces
+	// their role in that namespace; owner grants ownership of the tenant.
+	SetRole(ctx context.Context, p auth.Principal, ch RoleChange) error
 	// Remove removes a person from the caller's tenant.
 	Remove(ctx context.Context, p auth.Principal, email string) error
+}
+
+// RoleChange is a row's change-role form.
+type RoleChange struct {
+	Email     string
+	Role      string
+	Namespace string
 }
 
 // Member is a tenant member as the screen shows it: the stored member plus
@@ -84,6 +94,34 @@ func (h *Handler) Invite(c *fiber.Ctx) error {
 	return h.done(c, "Invited "+inv.Email+" as "+inv.Role+".")
 }
 
+// SetRole handles POST /members/:email/role. Owner is accepted only when
+// the authorizer lets the caller patch members (owners); the service asks
+// again.
+func (h *Handler) SetRole(c *fiber.Ctx) error {
+	p, _ := h.Env.Principal(c)
+	email, err := layout.Param(c, "email")
+	if err != nil {
+		return fiber.ErrBadRequest
+	}
+	ch := RoleChange{Email: email, Role: layout.Form(c, "role"), Namespace: layout.Form(c, "namespace")}
+	if ch.Namespace == "" {
+		ch.Namespace = auth.AllNamespaces
+	}
+	m := Model{FormRole: auth.RoleViewer, FormNamespace: auth.AllNamespaces}
+	if !validRole(ch.Role) || (ch.Role == auth.RoleOwner && !h.Env.Allowed(c, auth.VerbPatch, "", authz.ObjMembers)) {
+		m.Error = "Choose one of the offered roles."
+		return h.render(c, fiber.StatusUnprocessableEntity, h.model(c, m))
+	}
+	if err := h.Service.SetRole(c.UserContext(), p, ch); err != nil {
+		m.Error = h.Env.ErrorMessage(c, "change the role of "+email, err)
+		return h.render(c, fiber.StatusUnprocessableEntity, h.model(c, m))
+	}
+	if ch.Role == auth.RoleOwner {
+		return h.done(c, email+" is now an owner.")
+	}
+	return h.done(c, email+" is now "+ch.Role+" in "+ch.Namespace+".")
+}
+
 // Remove handles POST /members/:email/remove.
 func (h *Handler) Remove(c *fiber.Ctx) error {
 	p, _ := h.Env.Principal(c)
@@ -121,6 +159,12 @@ func (h *Handler) model(c *fiber.Ctx, m Model) Model {
 	m.Page = h.Env.Page(c, "Members", "members")
 	m.Roles = Roles
 	m.CanManage = h.Env.Allowed(c, authz.VerbCreate, "", authz.ObjMembers)
+	canOwn := h.Env.Allowed(c, auth.VerbPatch, "", authz.ObjMembers)
+	for _, r := range Roles {
+		if r != auth.RoleOwner || canOwn {
+			m.ChangeRoles = append(m.ChangeRoles, r)
+		}
+	}
 	list, err := h.Service.Members(c.UserContext(), p)
 	if err != nil && m.Error == "" {
 		m.Error = h.Env.ErrorMessage(c, "list members", err)
@@ -135,6 +179,8 @@ func (h *Handler) model(c *fiber.Ctx, m Model) Model {
 		}
 		if m.CanManage && mb.Email != p.Email {
 			r.RemovePath = "/members/" + url.PathEscape(mb.Email) + "/remove"
+			r.RolePath = "/members/" + url.PathEscape(mb.Email) + "/role"
+			r.ID = strings.NewReplacer("@", "-at-", ".", "-").Replace(mb.Email)
 		}
 		m.Rows = append(m.Rows, r)
 	}

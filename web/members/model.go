@@ -9,6 +9,9 @@ type Model struct {
 	Rows []Row
 	// Roles offered by the invite form.
 	Roles []string
+	// ChangeRoles are offered by a row's change-role form: the namespace
+	// roles, and owner when the authorizer lets the caller grant it.
+	ChangeRoles []string
 	// Form echoes the invite form after a failed submit.
 	FormEmail     string
 	FormRole      string
@@ -32,4 +35,8 @@ type Row struct {
 	LastLogin string
 	// RemovePath is the POST target of the remove button ("" hides it).
 	RemovePath string
+	// RolePath is the POST target of the change-role form ("" hides it);
+	// ID makes the form's element ids unique.
+	RolePath string
+	ID       string
 }

@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -278,6 +279,33 @@ func (f *Fake) Invite(ctx context.Context, p auth.Principal, inv members.Invitat
 	return nil
 }
 
+// SetRole changes a member's role: owner needs patch on members from the
+// authorizer, a namespace role replaces the member's role summary.
+func (f *Fake) SetRole(ctx context.Context, p auth.Principal, ch members.RoleChange) error {
+	verb := authz.VerbCreate
+	if ch.Role == auth.RoleOwner {
+		verb = auth.VerbPatch
+	}
+	if err := f.Authorize(ctx, p, verb, "", authz.ObjMembers); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, m := range f.members[p.Tenant] {
+		if m.Email != ch.Email {
+			continue
+		}
+		if ch.Role == auth.RoleOwner {
+			f.members[p.Tenant][i].Owner, f.members[p.Tenant][i].Role = true, auth.RoleOwner
+		} else {
+			f.members[p.Tenant][i].Role = ch.Role + " in " + ch.Namespace
+		}
+		f.record(p, "patch", "", "members/"+ch.Email)
+		return nil
+	}
+	return fmt.Errorf("member %s: %w", ch.Email, store.ErrNotFound)
+}
+
 // Remove removes a member.
 func (f *Fake) Remove(ctx context.Context, p auth.Principal, email string) error {
 	if err := f.Authorize(ctx, p, auth.VerbDelete, "", authz.ObjMembers); err != nil {
@@ -344,10 +372,33 @@ func (f *Fake) CreateAPIKey(ctx context.Context, p auth.Principal, req apikeys.R
 	}
 	f.seq++
 	k := store.APIKey{ID: fmt.Sprintf("key-%d", f.seq), Tenant: p.Tenant, Name: req.Name, SecretHash: hash,
-		Namespace: req.Namespace, Role: req.Role, CreatedAt: f.now()}
+		Namespace: req.Namespace, Role: req.Role, Agent: req.Agent, CreatedAt: f.now()}
+	if k.Agent != "" {
+		k.Role = authz.RoleAgent
+	}
+	if req.ExpiresIn != "" {
+		d, err := time.ParseDuration(req.ExpiresIn)
+		if err != nil {
+			return "", store.APIKey{}, fmt.Errorf("expiresIn: %w", err)
+		}
+		exp := f.now().Add(d)
+		k.ExpiresAt = &exp
+	}
 	f.keys[p.Tenant] = append(f.keys[p.Tenant], k)
 	f.record(p, "apply", "", "apikeys/"+k.Name)
 	return secret, k, nil
+}
+
+// TouchAPIKey records that a key was used at t (as the API's
+// authentication does).
+func (f *Fake) TouchAPIKey(tenant, id string, t time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, k := range f.keys[tenant] {
+		if k.ID == id {
+			f.keys[tenant][i].LastUsedAt = &t
+		}
+	}
 }
 
 // RevokeAPIKey marks a key revoked.
@@ -387,9 +438,13 @@ func (f *Fake) VerifyAPIKey(secret string) (store.APIKey, bool) {
 func (f *Fake) Audit(_ context.Context, p auth.Principal, q store.AuditListParams) ([]appaudit.Record, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	recs := slices.Clone(f.audit[p.Tenant])
+	if q.NewestFirst {
+		slices.Reverse(recs)
+	}
 	var out []appaudit.Record
-	for _, r := range f.audit[p.Tenant] {
-		if r.Seq <= q.After || (q.Actor != "" && !strings.Contains(r.Actor, q.Actor)) || (q.Verb != "" && r.Verb != q.Verb) || (q.Namespace != "" && r.Namespace != q.Namespace) {
+	for _, r := range recs {
+		if r.Seq <= q.After || (q.Before > 0 && r.Seq >= q.Before) || (q.Actor != "" && !strings.Contains(r.Actor, q.Actor)) || (q.Verb != "" && r.Verb != q.Verb) || (q.Namespace != "" && r.Namespace != q.Namespace) {
 			continue
 		}
 		out = append(out, r)

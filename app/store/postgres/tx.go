@@ -120,7 +120,7 @@ func (t *readTx) EventList(ctx context.Context, after int64, limit int) ([]event
 	return out, nil
 }
 
-// AuditList returns audit records in chain order, filtered.
+// AuditList returns audit records in chain order (or newest first), filtered.
 func (t *readTx) AuditList(ctx context.Context, p store.AuditListParams) ([]audit.Record, error) {
 	q := `SELECT seq, time, actor, verb, namespace, resource, outcome, policy, reason, prev_hash, hash
 		FROM audit_log WHERE tenant_id = $1 AND seq > $2`
@@ -141,7 +141,14 @@ func (t *readTx) AuditList(ctx context.Context, p store.AuditListParams) ([]audi
 	if !p.Since.IsZero() {
 		add(` AND time >= $%d`, p.Since)
 	}
-	add(` ORDER BY seq LIMIT $%d`, store.PageLimit(p.Limit))
+	if p.Before > 0 {
+		add(` AND seq < $%d`, p.Before)
+	}
+	order := ` ORDER BY seq`
+	if p.NewestFirst {
+		order = ` ORDER BY seq DESC`
+	}
+	add(order+` LIMIT $%d`, store.PageLimit(p.Limit))
 	rows, err := t.q.Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list audit: %w", err)

@@ -186,7 +186,7 @@ func (t *readTx) EventList(ctx context.Context, after int64, limit int) ([]event
 	return out, nil
 }
 
-// AuditList returns audit records in chain order, filtered.
+// AuditList returns audit records in chain order (or newest first), filtered.
 func (t *readTx) AuditList(ctx context.Context, p store.AuditListParams) ([]audit.Record, error) {
 	q := `SELECT seq, time, actor, verb, namespace, resource, outcome, policy, reason, prev_hash, hash
 		FROM audit_log WHERE tenant_id = ? AND seq > ?`
@@ -207,7 +207,15 @@ func (t *readTx) AuditList(ctx context.Context, p store.AuditListParams) ([]audi
 		q += ` AND time >= ?`
 		args = append(args, p.Since.UnixMicro())
 	}
-	q += ` ORDER BY seq LIMIT ?`
+	if p.Before > 0 {
+		q += ` AND seq < ?`
+		args = append(args, p.Before)
+	}
+	if p.NewestFirst {
+		q += ` ORDER BY seq DESC LIMIT ?`
+	} else {
+		q += ` ORDER BY seq LIMIT ?`
+	}
 	args = append(args, store.PageLimit(p.Limit))
 	rows, err := t.q.QueryContext(ctx, q, args...)
 	if err != nil {
