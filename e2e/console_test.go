@@ -297,7 +297,7 @@ func TestConsoleInBrowser(t *testing.T) {
 			break
 		}
 	}
-	require.Equal(t, []string{"key-namespace", "key-role", "create-key"}, order, "tab order from the name field")
+	require.Equal(t, []string{"key-namespace", "key-role", "key-agent", "key-expires", "create-key"}, order, "tab order from the name field")
 	do("create key", chromedp.KeyEvent(kb.Enter), chromedp.WaitVisible(css(`#new-secret`)))
 	secret := text(`#new-secret`)
 	require.True(t, strings.HasPrefix(secret, "wk_"), "secret %q", secret)
