@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -131,7 +132,7 @@ func (c Config) riverConfig() *river.Config {
 		FetchCooldown:        c.FetchCooldown,
 		FetchPollInterval:    c.FetchPollInterval,
 		JobTimeout:           c.JobTimeout,
-		Logger:               c.Logger,
+		Logger:               slog.New(warnOnly{c.Logger.Handler()}),
 		MaxAttempts:          c.MaxAttempts,
 		PeriodicJobs:         c.PeriodicJobs,
 		Queues:               c.Queues,
@@ -145,3 +146,21 @@ func (c Config) riverConfig() *river.Config {
 // applies once itself ("applied River migration", with its name), which
 // River's own line would otherwise repeat.
 func migrateLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// warnOnly passes on River's warnings and errors and drops its routine
+// information (client started, job counts every few seconds), which would
+// otherwise fill the log of an idle server.
+type warnOnly struct{ slog.Handler }
+
+// Enabled reports whether a record of level l is passed on.
+func (h warnOnly) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn && h.Handler.Enabled(ctx, l)
+}
+
+// WithAttrs keeps the filter on the derived handler.
+func (h warnOnly) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return warnOnly{h.Handler.WithAttrs(attrs)}
+}
+
+// WithGroup keeps the filter on the derived handler.
+func (h warnOnly) WithGroup(name string) slog.Handler { return warnOnly{h.Handler.WithGroup(name)} }
