@@ -104,18 +104,46 @@ func TestUpOnABusyPortChangesNothing(t *testing.T) {
 // migration is logged once, and all of it comes before "Press Ctrl-C".
 func TestUpSaysEachThingOnceBeforeServing(t *testing.T) {
 	t.Parallel()
-	home := t.TempDir()
-	port, memPort, tracePort := freePort(t), freePort(t), freePort(t)
-	ragPort := freePort(t)
-	var out syncBuffer // stdout and the log, in the order they were written
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan int, 1)
-	go func() {
-		done <- RunWith(ctx, upEnv(home, &out, &out), []string{"warden", "up", "--port", port, "--gateway-port", freePort(t), "--mcp-port", freePort(t), "--memory-port", memPort,
-			"--trace-port", tracePort, "--otlp-http-port", freePort(t), "--otlp-grpc-port", freePort(t), "--router-port", freePort(t), "--rag-port", ragPort})
-	}()
-	require.Eventually(t, func() bool { return strings.Contains(out.String(), "Press Ctrl-C to stop.") }, 60*time.Second, 10*time.Millisecond,
-		"up never said it was serving:\n%s", out.String())
+	var (
+		home                     string
+		port, memPort, tracePort string
+		ragPort                  string
+		out                      *syncBuffer // stdout and the log, in the order they were written
+		cancel                   context.CancelFunc
+		done                     chan int
+	)
+	// The ports are free when chosen, but a test of another package may
+	// take one before up binds it; up then exits with a bind error and is
+	// started again on other ports.
+	for attempt := 1; ; attempt++ {
+		home = t.TempDir()
+		port, memPort, tracePort, ragPort = freePort(t), freePort(t), freePort(t), freePort(t)
+		args := []string{"warden", "up", "--port", port, "--gateway-port", freePort(t), "--mcp-port", freePort(t), "--memory-port", memPort,
+			"--trace-port", tracePort, "--otlp-http-port", freePort(t), "--otlp-grpc-port", freePort(t), "--router-port", freePort(t), "--rag-port", ragPort}
+		out = &syncBuffer{}
+		var ctx context.Context
+		ctx, cancel = context.WithCancel(t.Context())
+		done = make(chan int, 1)
+		go func() { done <- RunWith(ctx, upEnv(home, out, out), args) }()
+		code, exited := 0, false
+		require.Eventually(t, func() bool {
+			select {
+			case code = <-done:
+				exited = true
+				return true
+			default:
+				return strings.Contains(out.String(), "Press Ctrl-C to stop.")
+			}
+		}, 60*time.Second, 10*time.Millisecond, "up neither said it was serving nor exited")
+		if !exited {
+			break
+		}
+		cancel()
+		if attempt < 3 && strings.Contains(out.String(), "cannot listen on") {
+			continue
+		}
+		t.Fatalf("up exited with %d before serving:\n%s", code, out.String())
+	}
 	for _, p := range []string{port, memPort, tracePort} {
 		res, err := http.Get("http://127.0.0.1:" + p + "/healthz")
 		require.NoError(t, err)
