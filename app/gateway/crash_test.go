@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/warden-dev/warden/app/gateway"
+	"github.com/warden-dev/warden/app/resource"
 	"github.com/warden-dev/warden/app/server"
 	"github.com/warden-dev/warden/app/store"
 	"github.com/warden-dev/warden/app/store/backend"
@@ -187,19 +188,31 @@ func (lostAfterCommit) Resume(context.Context, string, string, string) error {
 	return errors.New("the process died")
 }
 
-// failingCommit fails the next write transaction after its writes ran, as
-// a crash before COMMIT would.
+// failingCommit fails the write transaction that changes the object named
+// by target after its writes ran, as a crash before COMMIT would. Other
+// writes (audit records, the recorder, background jobs) commit as usual, so
+// the failure lands on the decision whatever else runs at the same time.
 type failingCommit struct {
 	store.Store
-	fail atomic.Bool
+	target atomic.Pointer[resource.Key]
 }
 
 func (s *failingCommit) Update(ctx context.Context, tenant string, fn func(ctx context.Context, tx store.Tx) error) error {
 	return s.Store.Update(ctx, tenant, func(ctx context.Context, tx store.Tx) error {
+		k := s.target.Load()
+		var before string
+		if k != nil {
+			if o, err := tx.ResourceGet(ctx, *k); err == nil {
+				before = o.Metadata.ResourceVersion
+			}
+		}
 		if err := fn(ctx, tx); err != nil {
 			return err
 		}
-		if s.fail.CompareAndSwap(true, false) {
+		if k == nil {
+			return nil
+		}
+		if o, err := tx.ResourceGet(ctx, *k); err == nil && o.Metadata.ResourceVersion != before && s.target.CompareAndSwap(k, nil) {
 			return errors.New("crashed before commit")
 		}
 		return nil
@@ -232,7 +245,7 @@ func TestDecisionAndResumeJobCommitTogether(t *testing.T) {
 		return n
 	}
 
-	st.fail.Store(true)
+	st.target.Store(&resource.Key{Kind: resource.KindApproval, Namespace: "default", Name: approvalOf(r.name())})
 	d := e.cp(http.MethodPost, "/v1/approvals/"+approvalOf(r.name())+"/decide", map[string]any{"decision": "approve"})
 	require.Equal(t, http.StatusInternalServerError, d.status, string(d.raw))
 	require.Equal(t, 0, jobsFor(), "no job for a decision that never committed")
