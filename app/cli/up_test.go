@@ -29,6 +29,21 @@ func freePort(t *testing.T) string {
 	return port
 }
 
+// freePorts returns n distinct free loopback ports: every listener stays
+// open until all are chosen, so the system cannot hand out one twice.
+func freePorts(t *testing.T, n int) []string {
+	t.Helper()
+	ports := make([]string, n)
+	for i := range ports {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		defer ln.Close()
+		_, ports[i], err = net.SplitHostPort(ln.Addr().String())
+		require.NoError(t, err)
+	}
+	return ports
+}
+
 // syncBuffer is a bytes.Buffer safe for the concurrent writes of up's
 // stdout and its logger.
 type syncBuffer struct {
@@ -117,9 +132,10 @@ func TestUpSaysEachThingOnceBeforeServing(t *testing.T) {
 	// started again on other ports.
 	for attempt := 1; ; attempt++ {
 		home = t.TempDir()
-		port, memPort, tracePort, ragPort = freePort(t), freePort(t), freePort(t), freePort(t)
-		args := []string{"warden", "up", "--port", port, "--gateway-port", freePort(t), "--mcp-port", freePort(t), "--memory-port", memPort,
-			"--trace-port", tracePort, "--otlp-http-port", freePort(t), "--otlp-grpc-port", freePort(t), "--router-port", freePort(t), "--rag-port", ragPort}
+		p := freePorts(t, 9)
+		port, memPort, tracePort, ragPort = p[0], p[1], p[2], p[3]
+		args := []string{"warden", "up", "--port", port, "--gateway-port", p[4], "--mcp-port", p[5], "--memory-port", memPort,
+			"--trace-port", tracePort, "--otlp-http-port", p[6], "--otlp-grpc-port", p[7], "--router-port", p[8], "--rag-port", ragPort}
 		out = &syncBuffer{}
 		var ctx context.Context
 		ctx, cancel = context.WithCancel(t.Context())
