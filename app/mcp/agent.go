@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
@@ -27,7 +29,10 @@ const (
 	// progressEvery is how often a waiting call sends a progress
 	// notification (when the client gave a progress token).
 	progressEvery = 5 * time.Second
-	principalKey  = "warden.principal"
+	// sessionTimeout ends a session of /mcp that sent no request for
+	// this long.
+	sessionTimeout = 30 * time.Minute
+	principalKey   = "warden.principal"
 )
 
 // agentServers is the per-agent MCP endpoint /mcp: one MCP server per
@@ -45,6 +50,8 @@ type agentServers struct {
 	// verified remembers tokens already verified, so that the requests of
 	// a session do not each check a signature.
 	verified tokenCache
+	// versions are the protocol revisions the SDK negotiates.
+	versions []string
 }
 
 // agentServer is one agent's MCP server and the tools it lists.
@@ -52,16 +59,26 @@ type agentServer struct {
 	p auth.Principal
 	// born is when the server was built: a new one may be about to get
 	// its first session, so it is not dropped as idle.
-	born  time.Time
-	srv   *sdk.Server
-	mu    sync.Mutex
-	tools map[string]string // name → JSON of the listed definition
+	born time.Time
+	srv  *sdk.Server
+	// mu orders the syncs of the tool list.
+	mu     sync.Mutex
+	synced bool
+	// listed holds the names of the listed tools (name → JSON of the
+	// definition); it is replaced, never changed, so that a call reads it
+	// without the lock.
+	listed atomic.Pointer[map[string]string]
+	// seen is when the SDK last handled a request of each session (the
+	// session's idle timer restarts then); see serveCall.
+	seenMu sync.Mutex
+	seen   map[string]time.Time
 }
 
 func newAgentServers(s *Service) *agentServers {
-	a := &agentServers{s: s, servers: map[string]*agentServer{}, verified: tokenCache{m: map[string]cachedToken{}}}
+	a := &agentServers{s: s, servers: map[string]*agentServer{}, verified: tokenCache{m: map[string]cachedToken{}},
+		versions: sdk.SupportedProtocolVersions()}
 	stream := sdk.NewStreamableHTTPHandler(a.serverFor, &sdk.StreamableHTTPOptions{
-		Logger: s.log, SessionTimeout: 30 * time.Minute, MaxRequestBodyBytes: s.cfg.MaxBodyBytes,
+		Logger: s.log, SessionTimeout: sessionTimeout, MaxRequestBodyBytes: s.cfg.MaxBodyBytes,
 	})
 	withToken := sdkauth.RequireBearerToken(a.verify, &sdkauth.RequireBearerTokenOptions{AllowMissingExpiration: true})(stream)
 	// A refused credential gets the gateway's error body and challenge;
@@ -72,11 +89,20 @@ func newAgentServers(s *Service) *agentServers {
 			a.refuse(w, "send Authorization: Bearer <the agent's workload token for audience warden:mcp-gateway>")
 			return
 		}
-		if _, err := a.verify(r.Context(), token, r); err != nil {
+		ti, err := a.verify(r.Context(), token, r)
+		if err != nil {
 			a.refuse(w, strings.TrimPrefix(err.Error(), sdkauth.ErrInvalidToken.Error()+": "))
 			return
 		}
+		p, _ := ti.Extra[principalKey].(auth.Principal)
+		sid := r.Header.Get(headerSessionID)
+		if sid != "" && a.serveCall(w, r, p, sid) {
+			return
+		}
 		withToken.ServeHTTP(w, r)
+		if sid != "" {
+			a.sawSession(p, sid)
+		}
 	})
 	return a
 }
@@ -123,7 +149,7 @@ func (a *agentServers) serverFor(r *http.Request) *sdk.Server {
 	a.mu.Lock()
 	as, ok := a.servers[key]
 	if !ok {
-		as = &agentServer{p: p, born: time.Now(), tools: map[string]string{},
+		as = &agentServer{p: p, born: time.Now(), seen: map[string]time.Time{},
 			srv: sdk.NewServer(&sdk.Implementation{Name: "warden", Title: "Warden MCP gateway", Version: Version}, &sdk.ServerOptions{
 				Instructions: "Tools of agent " + p.Agent + ", governed by Warden: calls may be denied by policy or wait for human approval.",
 				Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: true}},
@@ -131,24 +157,42 @@ func (a *agentServers) serverFor(r *http.Request) *sdk.Server {
 		a.servers[key] = as
 	}
 	a.mu.Unlock()
-	if err := a.sync(r.Context(), as); err != nil {
+	// A new server lists the agent's tools once; later changes reach it
+	// through invalidate.
+	if err := a.syncOnce(r.Context(), as); err != nil {
 		a.s.log.WarnContext(r.Context(), "list the tools of an agent", "agent", p.Agent, "namespace", p.Namespace, "err", err)
 	}
 	return as.srv
 }
 
+// syncOnce syncs a server that has never been synced successfully.
+func (a *agentServers) syncOnce(ctx context.Context, as *agentServer) error {
+	as.mu.Lock()
+	done := as.synced
+	as.mu.Unlock()
+	if done {
+		return nil
+	}
+	return a.sync(ctx, as)
+}
+
 // sync makes the agent's server list exactly the agent's tools; the SDK
-// notifies the sessions of any change.
+// notifies the sessions of any change. Syncs of one server take turns, so
+// the tool list of the newest configuration is applied last.
 func (a *agentServers) sync(ctx context.Context, as *agentServer) error {
 	if a.s.gw == nil {
 		return errors.New("the tool gateway is not running")
 	}
+	as.mu.Lock()
+	defer as.mu.Unlock()
 	tools, err := a.s.gw.AgentTools(ctx, as.p)
 	if err != nil {
 		return err
 	}
-	as.mu.Lock()
-	defer as.mu.Unlock()
+	listed := map[string]string{}
+	if old := as.listed.Load(); old != nil {
+		listed = maps.Clone(*old)
+	}
 	want := make(map[string]bool, len(tools))
 	for _, t := range tools {
 		want[t.Name] = true
@@ -164,22 +208,24 @@ func (a *agentServers) sync(ctx context.Context, as *agentServer) error {
 			}
 		}
 		b, _ := json.Marshal(def)
-		if as.tools[t.Name] == string(b) {
+		if listed[t.Name] == string(b) {
 			continue
 		}
-		as.tools[t.Name] = string(b)
+		listed[t.Name] = string(b)
 		as.srv.AddTool(def, a.toolHandler(t.Name))
 	}
 	var gone []string
-	for name := range as.tools {
+	for name := range listed {
 		if !want[name] {
 			gone = append(gone, name)
-			delete(as.tools, name)
+			delete(listed, name)
 		}
 	}
 	if len(gone) > 0 {
 		as.srv.RemoveTools(gone...)
 	}
+	as.listed.Store(&listed)
+	as.synced = true
 	return nil
 }
 
@@ -236,10 +282,9 @@ func (a *agentServers) close() {
 	}
 }
 
-// toolHandler runs tools/call of one tool through the gateway. A call that
-// waits for approval sends progress notifications while it waits (when the
-// client asked for them), then answers the result, or after ApprovalWait a
-// result saying that the call still awaits approval.
+// toolHandler runs tools/call of one tool through the gateway (for the
+// requests serveCall leaves to the SDK: those with a progress token, for
+// one).
 func (a *agentServers) toolHandler(name string) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		var p auth.Principal
@@ -249,28 +294,42 @@ func (a *agentServers) toolHandler(name string) sdk.ToolHandler {
 		args := map[string]any{}
 		if len(req.Params.Arguments) > 0 && string(req.Params.Arguments) != "null" {
 			if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
-				return errorResult(apierr.New(apierr.CodeInvalidRequest, "arguments must be an object: %s", err)), nil
+				return toSDKResult(errorResult(apierr.New(apierr.CodeInvalidRequest, "arguments must be an object: %s", err))), nil
 			}
 		}
-		cr := a.s.govern(ctx, p, gateway.CallRequest{Tool: name, Input: args})
-		if cr.err != nil {
-			return errorResult(cr.err), nil
+		var notify func(ctx context.Context, n int, msg string)
+		if token := req.Params.GetProgressToken(); token != nil {
+			notify = func(ctx context.Context, n int, msg string) {
+				_ = req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: token, Progress: float64(n), Message: msg})
+			}
 		}
-		if cr.phase == gateway.PhaseAwaitingApproval {
-			cr = a.awaitApproval(ctx, req, p, cr)
-		}
-		return toSDKResult(cr.result), nil
+		return toSDKResult(a.callTool(ctx, p, name, args, notify)), nil
 	}
 }
 
+// callTool runs tools/call of one tool through the gateway and returns
+// the CallToolResult as a generic object. A call that waits for approval
+// calls notify while it waits (when the client asked for progress), then
+// answers the result, or after ApprovalWait a result saying that the call
+// still awaits approval.
+func (a *agentServers) callTool(ctx context.Context, p auth.Principal, name string, args map[string]any,
+	notify func(ctx context.Context, n int, msg string)) map[string]any {
+	cr := a.s.govern(ctx, p, gateway.CallRequest{Tool: name, Input: args})
+	if cr.err != nil {
+		return errorResult(cr.err)
+	}
+	if cr.phase == gateway.PhaseAwaitingApproval {
+		cr = a.awaitApproval(ctx, p, cr, notify)
+	}
+	return cr.result
+}
+
 // awaitApproval waits for the approver, telling the client while it waits.
-func (a *agentServers) awaitApproval(ctx context.Context, req *sdk.CallToolRequest, p auth.Principal, cr callResult) callResult {
-	token := req.Params.GetProgressToken()
+func (a *agentServers) awaitApproval(ctx context.Context, p auth.Principal, cr callResult, notify func(ctx context.Context, n int, msg string)) callResult {
 	deadline := time.Now().Add(ApprovalWait)
 	for n := 1; time.Now().Before(deadline) && ctx.Err() == nil; n++ {
-		if token != nil {
-			_ = req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: token, Progress: float64(n),
-				Message: fmt.Sprintf("tool call %s awaits human approval (Approval %s)", cr.call, gateway.ApprovalName(cr.call))})
+		if notify != nil {
+			notify(ctx, n, fmt.Sprintf("tool call %s awaits human approval (Approval %s)", cr.call, gateway.ApprovalName(cr.call)))
 		}
 		obj, err := a.s.gw.WaitCall(ctx, p, cr.call, min(progressEvery, time.Until(deadline)))
 		if err != nil {
@@ -292,9 +351,9 @@ func (a *agentServers) awaitApproval(ctx context.Context, req *sdk.CallToolReque
 }
 
 // errorResult is a refusal as a tool error result the model can read.
-func errorResult(e *apierr.Error) *sdk.CallToolResult {
-	return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: e.Code + ": " + e.Message}},
-		StructuredContent: map[string]any{"error": map[string]any{"code": e.Code, "message": e.Message, "details": e.Details}}}
+func errorResult(e *apierr.Error) map[string]any {
+	return map[string]any{"isError": true, "content": []any{map[string]any{"type": "text", "text": e.Code + ": " + e.Message}},
+		"structuredContent": map[string]any{"error": map[string]any{"code": e.Code, "message": e.Message, "details": e.Details}}}
 }
 
 // toSDKResult decodes a generic CallToolResult.
@@ -305,7 +364,7 @@ func toSDKResult(m map[string]any) *sdk.CallToolResult {
 		err = json.Unmarshal(b, &res)
 	}
 	if err != nil {
-		return errorResult(apierr.New(apierr.CodeInternal, "the result cannot be encoded"))
+		return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: apierr.CodeInternal + ": the result cannot be encoded"}}}
 	}
 	return &res
 }

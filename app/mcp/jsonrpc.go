@@ -34,6 +34,8 @@ type ToolCall struct {
 	Arguments map[string]any
 	// ProgressToken is params._meta.progressToken, if any.
 	ProgressToken any
+	// Meta is params._meta, if any.
+	Meta map[string]any
 }
 
 // RPCError is a JSON-RPC error object.
@@ -119,7 +121,7 @@ func ParseToolCall(body []byte) (*ToolCall, *RPCError) {
 		}
 	}
 	if params.Meta != nil {
-		tc.ProgressToken = params.Meta["progressToken"]
+		tc.Meta, tc.ProgressToken = params.Meta, params.Meta["progressToken"]
 	}
 	return tc, nil
 }
