@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"sync"
 
@@ -37,17 +36,17 @@ func (s *Service) CallTool(ctx context.Context, tenant, ns, server, tool string,
 	if err != nil {
 		return nil, apierr.New(apierr.CodeUnavailable, "MCP server %q: %s", server, err)
 	}
-	var res *sdk.CallToolResult
+	var out map[string]any
 	for attempt := 0; ; attempt++ {
 		cs, key, err := s.session(ctx, tenant, ns, server, spec)
 		if err != nil {
 			return nil, apierr.New(apierr.CodeUnavailable, "MCP server %q cannot be reached: %s", server, err)
 		}
-		res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: input})
+		out, err = s.callUpstream(ctx, cs, spec.URL, tool, input)
 		if err == nil {
 			break
 		}
-		if errors.Is(err, sdk.ErrConnectionClosed) && attempt == 0 {
+		if (errors.Is(err, sdk.ErrConnectionClosed) || errors.Is(err, errSessionGone)) && attempt == 0 {
 			// The session ended (the server restarted): the request was
 			// not delivered, so it is safe to dial once more.
 			s.dropSession(key, cs)
@@ -58,11 +57,8 @@ func (s *Service) CallTool(ctx context.Context, tenant, ns, server, tool string,
 		}
 		return nil, apierr.New(apierr.CodeToolFailed, "MCP tool %s/%s failed: %s", server, tool, err)
 	}
-	out, err := resultOutput(res, blobsFrom(ctx))
-	if err != nil {
-		return nil, apierr.New(apierr.CodeToolFailed, "MCP tool %s/%s answered a result that cannot be recorded: %s", server, tool, err)
-	}
-	if res.IsError {
+	digestOutput(out, blobsFrom(ctx))
+	if isError, _ := out["isError"].(bool); isError {
 		return out, apierr.New(apierr.CodeToolFailed, "MCP tool %s/%s answered with an error result", server, tool)
 	}
 	return out, nil
@@ -83,19 +79,11 @@ func quarantineReason(obj *resource.Object) string {
 	return ""
 }
 
-// resultOutput turns a CallToolResult into the recorded output. Text,
+// digestOutput makes a CallToolResult the recorded output. Text,
 // embedded text resources and resource links stay as they are (step 9
 // scans every string); the base64 data of images, audio and binary
 // resources becomes {bytes, sha256}.
-func resultOutput(res *sdk.CallToolResult, b *blobs) (map[string]any, error) {
-	raw, err := json.Marshal(res)
-	if err != nil {
-		return nil, err
-	}
-	var out map[string]any
-	if err := json.Unmarshal(raw, &out); err != nil {
-		return nil, err
-	}
+func digestOutput(out map[string]any, b *blobs) {
 	content, _ := out["content"].([]any)
 	for _, c := range content {
 		item, ok := c.(map[string]any)
@@ -111,7 +99,6 @@ func resultOutput(res *sdk.CallToolResult, b *blobs) (map[string]any, error) {
 			}
 		}
 	}
-	return out, nil
 }
 
 // digestData replaces m[field] (base64) by its decoded size and SHA-256.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/warden-dev/warden/app/apply"
@@ -116,6 +117,8 @@ type Service struct {
 	http *http.Client
 	gw   *gateway.Gateway
 	sess sessions
+	// rpcID numbers the requests the gateway posts on MCP sessions.
+	rpcID atomic.Int64
 
 	mu sync.Mutex
 	// servers caches MCPServers per tenant for calls; a configuration
