@@ -1,7 +1,9 @@
 package bench
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,14 +24,38 @@ import (
 	"github.com/warden-dev/warden/app/workload"
 )
 
+// Clients of `warden bench mcp`.
+const (
+	// MCPClientLean posts tools/call on the session itself and reads the
+	// answer: the load generator costs little of the shared processors.
+	MCPClientLean = "lean"
+	// MCPClientSDK is the Go SDK's client session.
+	MCPClientSDK = "sdk"
+)
+
+// MCPOptions configures `warden bench mcp`.
+type MCPOptions struct {
+	Options
+	// Client is MCPClientLean (default) or MCPClientSDK; both phases use
+	// it. Either client opens its sessions with the SDK.
+	Client string
+}
+
 // RunMCP is `warden bench mcp` (make bench-mcp): tools/call of a read-only
 // echo tool of a loopback MCP server (Go SDK, streamable HTTP), called
 // directly and through the MCP gateway's per-agent endpoint /mcp (every
 // call authenticated, governed by the tool gateway's nine steps and
 // recorded as a ToolCall), at o.Rate calls per second and at saturation.
 // It prints both and the difference.
-func RunMCP(ctx context.Context, o Options, w io.Writer) ([]Result, error) {
-	o = o.WithDefaults()
+func RunMCP(ctx context.Context, mo MCPOptions, w io.Writer) ([]Result, error) {
+	o := mo.Options.WithDefaults()
+	switch mo.Client {
+	case "":
+		mo.Client = MCPClientLean
+	case MCPClientLean, MCPClientSDK:
+	default:
+		return nil, fmt.Errorf("bench: client %q: want %s or %s", mo.Client, MCPClientLean, MCPClientSDK)
+	}
 	echo, echoURL, err := startEcho()
 	if err != nil {
 		return nil, err
@@ -106,6 +132,14 @@ func RunMCP(ctx context.Context, o Options, w io.Writer) ([]Result, error) {
 	defer func() { _ = viaGW.Close() }()
 	var seq atomic.Int64
 	call := func(cs *sdk.ClientSession, name string) func(context.Context) error {
+		if mo.Client == MCPClientLean {
+			lc := &leanClient{hc: &http.Client{Transport: hc.Transport}, url: direct.endpoint, sid: cs.ID(),
+				version: cs.InitializeResult().ProtocolVersion, seq: &seq}
+			if cs == viaGW.ClientSession {
+				lc.url, lc.token = viaGW.endpoint, token
+			}
+			return func(ctx context.Context) error { return lc.call(ctx, name) }
+		}
 		return func(ctx context.Context) error {
 			res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: map[string]any{"text": fmt.Sprintf("hello %d", seq.Add(1))}})
 			if err != nil {
@@ -117,7 +151,7 @@ func RunMCP(ctx context.Context, o Options, w io.Writer) ([]Result, error) {
 			return nil
 		}
 	}
-	directCall, governed := call(direct, "echo"), call(viaGW, "echo.echo")
+	directCall, governed := call(direct.ClientSession, "echo"), call(viaGW.ClientSession, "echo.echo")
 	for range 200 {
 		if err := governed(ctx); err != nil {
 			return nil, fmt.Errorf("warm-up call through the MCP gateway: %w", err)
@@ -156,8 +190,8 @@ func RunMCP(ctx context.Context, o Options, w io.Writer) ([]Result, error) {
 		out = append(out, r)
 	}
 	scheme, _, _ := strings.Cut(storeURL, "://")
-	fmt.Fprintf(w, "MCP gateway benchmark (tools/call of a read-only echo tool, per-agent endpoint /mcp): store %s, %d policy rules, %d-second phases, %d CPUs\n",
-		scheme, o.Rules, int(o.Duration.Seconds()), runtimeCPUs())
+	fmt.Fprintf(w, "MCP gateway benchmark (tools/call of a read-only echo tool, per-agent endpoint /mcp): store %s, %d policy rules, %d-second phases, %d CPUs, %s client\n",
+		scheme, o.Rules, int(o.Duration.Seconds()), runtimeCPUs(), mo.Client)
 	fmt.Fprintf(w, "%-22s %10s %10s %10s %10s %10s %8s\n", "phase", "calls", "calls/s", "p50", "p99", "cpu/call", "errors")
 	for _, r := range out {
 		fmt.Fprintf(w, "%-22s %10d %10.0f %10s %10s %10s %8d\n", r.Name, r.Calls, r.PerSecond(), ms(r.P50), ms(r.P99), us(r.CPUPerCall()), r.Errors)
@@ -185,9 +219,75 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return b.next.RoundTrip(r)
 }
 
-func connectMCP(ctx context.Context, url string, hc *http.Client) (*sdk.ClientSession, error) {
+// session is a client session and the endpoint it was opened on.
+type session struct {
+	*sdk.ClientSession
+	endpoint string
+}
+
+func connectMCP(ctx context.Context, url string, hc *http.Client) (session, error) {
 	c := sdk.NewClient(&sdk.Implementation{Name: "warden-bench", Version: "1"}, nil)
-	return c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: hc, DisableStandaloneSSE: true}, nil)
+	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: hc, DisableStandaloneSSE: true}, nil)
+	return session{cs, url}, err
+}
+
+// leanClient posts tools/call of the echo tool on an established session
+// and checks the answer (JSON or a server-sent event).
+type leanClient struct {
+	hc                       *http.Client
+	url, sid, version, token string
+	seq                      *atomic.Int64
+}
+
+func (c *leanClient) call(ctx context.Context, name string) error {
+	n := c.seq.Add(1)
+	body := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":"b%d","method":"tools/call","params":{"name":%q,"arguments":{"text":"hello %d"}}}`, n, name, n)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", c.sid)
+	req.Header.Set("Mcp-Protocol-Version", c.version)
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	res, err := c.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	raw, err := io.ReadAll(res.Body)
+	_ = res.Body.Close()
+	if err != nil {
+		return err
+	}
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("HTTP %d: %s", res.StatusCode, raw)
+	}
+	if i := bytes.Index(raw, []byte("data: ")); i >= 0 {
+		raw = raw[i+len("data: "):]
+		if j := bytes.IndexByte(raw, '\n'); j >= 0 {
+			raw = raw[:j]
+		}
+	}
+	var msg struct {
+		Result *struct {
+			IsError bool `json:"isError"`
+		} `json:"result"`
+		Error *struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	switch err := json.Unmarshal(raw, &msg); {
+	case err != nil:
+		return fmt.Errorf("decode the answer: %w", err)
+	case msg.Error != nil:
+		return fmt.Errorf("JSON-RPC error: %s", msg.Error.Message)
+	case msg.Result == nil || msg.Result.IsError:
+		return fmt.Errorf("tool error: %s", raw)
+	}
+	return nil
 }
 
 // startEcho serves an MCP server with one read-only tool, echo.

@@ -63,18 +63,21 @@ and refuses one that already holds an installation.`,
 }
 
 func newBenchMCPCmd(a *app) *cobra.Command {
-	var o bench.Options
+	var o bench.MCPOptions
 	cmd := &cobra.Command{
 		Use:   "mcp",
 		Short: "Call a read-only MCP echo tool directly and through the MCP gateway's per-agent endpoint; print calls/s, p50/p99 and CPU per call",
 		Long: `Mcp starts a private Warden (control plane, tool gateway and MCP gateway) on the store
 given by --store (default: a fresh SQLite file) and a loopback MCP server (Go SDK,
-streamable HTTP) with one read-only tool, echo. An MCP client (Go SDK) calls
-tools/call of echo directly and through /mcp as an agent, every call authenticated,
+streamable HTTP) with one read-only tool, echo. An MCP client calls tools/call of
+echo directly and through /mcp as an agent, every call authenticated,
 governed by the tool gateway's nine steps and recorded as a ToolCall: at --rate
 calls per second, then at saturation with --concurrency callers, and prints the
 added latency and the gateway's CPU per call (client, gateway and server share
-the process; the direct phase's CPU is subtracted).`,
+the process; the direct phase's CPU is subtracted). Both sessions are opened with
+the Go SDK's client; --client lean (default) then posts each tools/call on the
+session itself, so that the load generator costs little of the shared
+processors, and --client sdk calls through the SDK's client session.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			tuned, err := tuneRuntime(a.env.LookupEnv, o.Store == "" || backend.Embedded(o.Store))
@@ -95,6 +98,7 @@ the process; the direct phase's CPU is subtracted).`,
 	f.IntVar(&o.Rules, "rules", 20, "policy rules evaluated on every call")
 	f.BoolVar(&o.FixedRateOnly, "fixed-rate-only", false, "run the two fixed-rate phases only (latency, not throughput)")
 	f.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the gateway's saturation phase to this file (go tool pprof)")
+	f.StringVar(&o.Client, "client", bench.MCPClientLean, "MCP client of both phases: lean (one POST on the session a call) or sdk (the Go SDK's client)")
 	return cmd
 }
 
