@@ -15,11 +15,15 @@
 //	call.go       the gateway's MCPCaller: tools/call on the server, the
 //	              result's content made recordable (images and audio by
 //	              size and hash)
+//	upstream.go   tools/call posted on a server's streamable-HTTP session
+//	              in one round trip, its answer read as JSON or events
 //	govern.go     a call through the tool gateway, its outcome as a
 //	              CallToolResult
 //	jsonrpc.go    the JSON-RPC tools/call parser of POST /v1/mcp/…/call
 //	http.go       the HTTP API: discover, call, pin, quarantine, unquarantine
 //	agent.go      the per-agent streamable-HTTP MCP endpoint /mcp
+//	agentcall.go  plain tools/call on an established session of /mcp,
+//	              answered straight from the tool gateway
 //
 // State lives only in MCPServer resources (spec.pinnedVersion, status), so
 // any number of replicas can serve the gateway against the shared store.
