@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/warden-dev/warden/app/secret"
@@ -70,19 +71,24 @@ func runWarden(t *testing.T, home string, args ...string) string {
 	return strings.TrimSpace(out.String())
 }
 
-// TestServeRouterAlone runs the model router alone beside a control plane
-// (warden up) on one Postgres store, and makes an agent's call through it.
-func TestServeRouterAlone(t *testing.T) {
+// TestServeAlone runs the model router and the MCP gateway alone, each in
+// a process of its own beside a control plane (warden up) on one Postgres
+// store, and makes an agent's governed call through each.
+func TestServeAlone(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewDatabase(t)
 	home := t.TempDir()
 	provider := httptest.NewServer((&demoModels{out: io.Discard}).handler())
 	t.Cleanup(provider.Close)
+	docs := newDemoMCPServer(defaultDemoDocsDescription, func(string, ...any) {})
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return docs }, nil))
+	mcpServer := httptest.NewServer(mux)
+	t.Cleanup(mcpServer.Close)
 
-	var controlPort, routerPort string
+	var controlPort string
 	for attempt := 1; ; attempt++ {
-		p := freePorts(t, 2)
-		controlPort, routerPort = p[0], p[1]
+		controlPort = freePort(t)
 		_, ok := startWarden(t, home, "up", "--store", db, "--port", controlPort, "--gateway-port", "0", "--mcp-port", "0",
 			"--memory-port", "0", "--router-port", "0", "--rag-port", "0", "--trace-port", "0", "--otlp-http-port", "0", "--otlp-grpc-port", "0")
 		if ok {
@@ -90,8 +96,8 @@ func TestServeRouterAlone(t *testing.T) {
 		}
 		require.Less(t, attempt, 3, "up could not bind its port three times")
 	}
-	manifests := filepath.Join(t.TempDir(), "router.yaml")
-	require.NoError(t, os.WriteFile(manifests, []byte(strings.ReplaceAll(`apiVersion: warden.dev/v1alpha1
+	manifests := filepath.Join(t.TempDir(), "agents.yaml")
+	require.NoError(t, os.WriteFile(manifests, []byte(strings.NewReplacer("PROVIDER", provider.URL, "MCPSERVER", mcpServer.URL).Replace(`apiVersion: warden.dev/v1alpha1
 kind: Model
 metadata: {name: demo-local}
 spec:
@@ -111,26 +117,44 @@ apiVersion: warden.dev/v1alpha1
 kind: Deployment
 metadata: {name: chat-bot-dev}
 spec: {agentRef: {name: chat-bot}, environment: dev}
-`, "PROVIDER", provider.URL)), 0o600))
+---
+apiVersion: warden.dev/v1alpha1
+kind: MCPServer
+metadata: {name: docs}
+spec: {url: MCPSERVER/mcp}
+---
+apiVersion: warden.dev/v1alpha1
+kind: Agent
+metadata: {name: docs-bot}
+spec:
+  framework: {adapter: openai-agents}
+  modelRoute: {primary: demo-local}
+  mcpServers: [{name: docs}]
+---
+apiVersion: warden.dev/v1alpha1
+kind: Deployment
+metadata: {name: docs-bot-dev}
+spec: {agentRef: {name: docs-bot}, environment: dev}
+`)), 0o600))
 	runWarden(t, home, "apply", "-f", manifests)
-	key := runWarden(t, home, "apikeys", "create", "chat-bot-key", "--agent", "chat-bot")
-	token := runWarden(t, home, "token", "--agent", "chat-bot", "--audience", "warden:model-router", "--api-key", key)
 
-	for attempt := 1; ; attempt++ {
-		s, ok := startWarden(t, home, "serve", "router", "--store", db, "--listen", "127.0.0.1:"+routerPort,
-			"--public-url", "http://127.0.0.1:"+controlPort)
-		if ok {
-			require.Contains(t, s.out.String(), "model router             http://127.0.0.1:"+routerPort)
-			require.NotContains(t, s.out.String(), "First start")
-			break
+	// serve starts SERVICE alone on a free port and returns its base URL.
+	serve := func(t *testing.T, service, title string) string {
+		for attempt := 1; ; attempt++ {
+			port := freePort(t)
+			s, ok := startWarden(t, home, "serve", service, "--store", db, "--listen", "127.0.0.1:"+port,
+				"--public-url", "http://127.0.0.1:"+controlPort)
+			if ok {
+				require.Contains(t, s.out.String(), title+strings.Repeat(" ", 25-len(title))+"http://127.0.0.1:"+port)
+				require.NotContains(t, s.out.String(), "First start")
+				require.NotContains(t, s.out.String(), "applied migration")
+				return "http://127.0.0.1:" + port
+			}
+			require.Less(t, attempt, 3, "serve could not bind its port three times")
 		}
-		require.Less(t, attempt, 3, "serve could not bind its port three times")
-		routerPort = freePort(t)
 	}
-
-	chat := func(authorization string) (int, string) {
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, "http://127.0.0.1:"+routerPort+"/v1/chat/completions",
-			strings.NewReader(`{"model":"chat-bot","messages":[{"role":"user","content":"Hello router"}],"execution":"serve-1"}`))
+	post := func(t *testing.T, url, authorization, body string) (int, string) {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, strings.NewReader(body))
 		require.NoError(t, err)
 		req.Header.Set("Content-Type", "application/json")
 		if authorization != "" {
@@ -143,20 +167,48 @@ spec: {agentRef: {name: chat-bot}, environment: dev}
 		require.NoError(t, err)
 		return res.StatusCode, string(b)
 	}
-	code, body := chat("Bearer " + token)
-	require.Equal(t, http.StatusOK, code, body)
-	require.Contains(t, body, "You said: Hello router")
-	code, body = chat("")
-	require.Equal(t, http.StatusUnauthorized, code, body)
-	// The lone router recorded why it routed as it did.
-	var explained string
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(explained, "succeeded by demo-local") && time.Now().Before(deadline) {
-		var out, errb bytes.Buffer
-		RunWith(t.Context(), upEnv(home, &out, &errb), []string{"warden", "route", "explain", "chat-bot", "--execution", "serve-1", "--router", "http://127.0.0.1:" + routerPort})
-		explained = out.String() + errb.String()
-	}
-	require.Contains(t, explained, "succeeded by demo-local", "the lone router explains its call")
+
+	t.Run("router", func(t *testing.T) {
+		router := serve(t, "router", "model router")
+		key := runWarden(t, home, "apikeys", "create", "chat-bot-key", "--agent", "chat-bot")
+		token := runWarden(t, home, "token", "--agent", "chat-bot", "--audience", "warden:model-router", "--api-key", key)
+		chat := `{"model":"chat-bot","messages":[{"role":"user","content":"Hello router"}],"execution":"serve-1"}`
+		code, body := post(t, router+"/v1/chat/completions", "Bearer "+token, chat)
+		require.Equal(t, http.StatusOK, code, body)
+		require.Contains(t, body, "You said: Hello router")
+		code, body = post(t, router+"/v1/chat/completions", "", chat)
+		require.Equal(t, http.StatusUnauthorized, code, body)
+		// The lone router recorded why it routed as it did.
+		var explained string
+		deadline := time.Now().Add(30 * time.Second)
+		for !strings.Contains(explained, "succeeded by demo-local") && time.Now().Before(deadline) {
+			var out, errb bytes.Buffer
+			RunWith(t.Context(), upEnv(home, &out, &errb), []string{"warden", "route", "explain", "chat-bot", "--execution", "serve-1", "--router", router})
+			explained = out.String() + errb.String()
+		}
+		require.Contains(t, explained, "succeeded by demo-local", "the lone router explains its call")
+	})
+
+	t.Run("mcp", func(t *testing.T) {
+		gw := serve(t, "mcp", "MCP gateway")
+		runWarden(t, home, "mcp", "discover", "docs", "--mcp-server", gw)
+		runWarden(t, home, "mcp", "pin", "docs", "--mcp-server", gw)
+		key := runWarden(t, home, "apikeys", "create", "docs-bot-key", "--agent", "docs-bot")
+		token := runWarden(t, home, "token", "--agent", "docs-bot", "--audience", "warden:mcp-gateway", "--api-key", key)
+		call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search_docs","arguments":{"query":"pin"}}}`
+		code, body := post(t, gw+"/v1/mcp/docs/call", "Bearer "+token, call)
+		require.Equal(t, http.StatusOK, code, body)
+		require.Contains(t, body, "Warden pins an MCP server")
+		// The call was governed: the control plane lists its record.
+		var calls string
+		deadline := time.Now().Add(30 * time.Second)
+		for !strings.Contains(calls, "docs.search_docs") && time.Now().Before(deadline) {
+			var out, errb bytes.Buffer
+			RunWith(t.Context(), upEnv(home, &out, &errb), []string{"warden", "get", "toolcalls", "--agent", "docs-bot"})
+			calls = out.String() + errb.String()
+		}
+		require.Contains(t, calls, "docs.search_docs", "the lone MCP gateway's call is recorded")
+	})
 }
 
 // TestServeRefuses checks what serve refuses before serving anything: the
