@@ -158,7 +158,11 @@ func RunRouter(ctx context.Context, o RouterOptions, w io.Writer) ([]Result, err
 	if err != nil {
 		return nil, err
 	}
-	client := &http.Client{Transport: &http.Transport{MaxIdleConns: 4096, MaxIdleConnsPerHost: 4096, IdleConnTimeout: time.Minute}}
+	// At most 4,096 connections to each of provider and router: a phase
+	// that falls behind queues its calls in the client (their latency
+	// still counts from their scheduled start) instead of running the
+	// process out of file descriptors.
+	client := &http.Client{Transport: &http.Transport{MaxIdleConns: 8192, MaxIdleConnsPerHost: 4096, MaxConnsPerHost: 4096, IdleConnTimeout: time.Minute}}
 	const body = `{"model":"bench-agent","messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"Say a pangram."}],"max_tokens":32,"temperature":0}`
 	const streamBody = `{"model":"bench-agent","messages":[{"role":"user","content":"Say a pangram."}],"stream":true}`
 	direct := func(ctx context.Context) error {
