@@ -34,8 +34,9 @@ type RouterOptions struct {
 	StreamRate int
 	// Concurrency is the number of closed-loop callers at saturation.
 	Concurrency int
-	// CPUs is GOMAXPROCS during the run: the load generator, the provider
-	// and the router share these processors.
+	// CPUs is the number of CPUs the process is pinned to (PinCPUs, by
+	// the caller), which the load generator, the provider and the router
+	// share; 0 means every CPU. It is reported only.
 	CPUs int
 	// CPUProfile, when set, is where a CPU profile of the router's
 	// saturation phase is written.
@@ -43,7 +44,7 @@ type RouterOptions struct {
 }
 
 // WithDefaults fills in 500 and 2,000 calls/s, 200 streams/s, 10 s
-// phases, 32 callers and one processor.
+// phases and 32 callers.
 func (o RouterOptions) WithDefaults() RouterOptions {
 	if o.Duration <= 0 {
 		o.Duration = 10 * time.Second
@@ -59,9 +60,6 @@ func (o RouterOptions) WithDefaults() RouterOptions {
 	}
 	if o.Concurrency <= 0 {
 		o.Concurrency = 32
-	}
-	if o.CPUs <= 0 {
-		o.CPUs = 1
 	}
 	return o
 }
@@ -101,12 +99,10 @@ func startProvider() (*http.Server, error) {
 // to a local provider directly and through the model router in the same
 // run (the added p50 at LowRate, the added p99 at HighRate, the
 // throughput at saturation) and the first chunk of a streamed answer, on
-// CPUs processors shared by the load generator, the provider and the
-// router.
+// the CPUs of the process, shared by the load generator, the provider and
+// the router.
 func RunRouter(ctx context.Context, o RouterOptions, w io.Writer) ([]Result, error) {
 	o = o.WithDefaults()
-	prev := runtime.GOMAXPROCS(o.CPUs)
-	defer runtime.GOMAXPROCS(prev)
 	prov, err := startProvider()
 	if err != nil {
 		return nil, err
@@ -162,7 +158,11 @@ func RunRouter(ctx context.Context, o RouterOptions, w io.Writer) ([]Result, err
 	if err != nil {
 		return nil, err
 	}
-	client := &http.Client{Transport: &http.Transport{MaxIdleConns: 4096, MaxIdleConnsPerHost: 4096, IdleConnTimeout: time.Minute}}
+	// At most 4,096 connections to each of provider and router: a phase
+	// that falls behind queues its calls in the client (their latency
+	// still counts from their scheduled start) instead of running the
+	// process out of file descriptors.
+	client := &http.Client{Transport: &http.Transport{MaxIdleConns: 8192, MaxIdleConnsPerHost: 4096, MaxConnsPerHost: 4096, IdleConnTimeout: time.Minute}}
 	const body = `{"model":"bench-agent","messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"Say a pangram."}],"max_tokens":32,"temperature":0}`
 	const streamBody = `{"model":"bench-agent","messages":[{"role":"user","content":"Say a pangram."}],"stream":true}`
 	direct := func(ctx context.Context) error {
@@ -231,8 +231,12 @@ func RunRouter(ctx context.Context, o RouterOptions, w io.Writer) ([]Result, err
 		out = append(out, r)
 	}
 	scheme, _, _ := strings.Cut(storeURL, "://")
-	fmt.Fprintf(w, "model router benchmark: store %s, %d-second phases, GOMAXPROCS %d (load generator, provider and router share it), %d CPUs\n",
-		scheme, int(o.Duration.Seconds()), o.CPUs, runtimeCPUs())
+	cpus := fmt.Sprintf("all %d CPUs", runtimeCPUs())
+	if o.CPUs > 0 {
+		cpus = fmt.Sprintf("pinned to %d of %d CPUs", o.CPUs, runtimeCPUs())
+	}
+	fmt.Fprintf(w, "model router benchmark: store %s, %d-second phases, %s, GOMAXPROCS %d (load generator, provider and router share them)\n",
+		scheme, int(o.Duration.Seconds()), cpus, runtime.GOMAXPROCS(0))
 	fmt.Fprintf(w, "%-24s %10s %10s %10s %10s %10s %8s\n", "phase", "calls", "calls/s", "p50", "p99", "cpu/call", "errors")
 	for _, r := range out {
 		fmt.Fprintf(w, "%-24s %10d %10.0f %10s %10s %10s %8d\n", r.Name, r.Calls, r.PerSecond(), ms(r.P50), ms(r.P99), us(r.CPUPerCall()), r.Errors)

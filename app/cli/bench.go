@@ -191,11 +191,21 @@ decided by policy, priced and recorded). It then sends the same non-streamed
 chat completion directly and through the router in the same run: at --low-rate
 calls per second (added p50), at --high-rate (added p99), at saturation with
 --concurrency closed-loop callers (calls/s), and a streamed answer at
---stream-rate (added time to the first chunk). --cpus sets GOMAXPROCS for the
-run: load generator, provider and router share those processors. Like up, it
-tunes the garbage collector unless GOGC or WARDEN_GC_HEAP_FLOOR say otherwise.`,
+--stream-rate (added time to the first chunk). --cpus pins the process to
+that many CPUs (0: all), which the load generator, provider and router share,
+and then, like up, it tunes the Go runtime for them unless GOGC, GOMAXPROCS or
+WARDEN_GC_HEAP_FLOOR say otherwise: the collector's target and heap floor,
+and on the embedded store one processor more than the CPUs it has
+(docs/operations.md).`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.CPUs > 0 {
+				restore, err := bench.PinCPUs(o.CPUs)
+				if err != nil {
+					return err
+				}
+				defer restore()
+			}
 			tuned, err := tuneRuntime(a.env.LookupEnv, o.Store == "" || backend.Embedded(o.Store))
 			if err != nil {
 				return err
@@ -213,7 +223,7 @@ tunes the garbage collector unless GOGC or WARDEN_GC_HEAP_FLOOR say otherwise.`,
 	f.IntVar(&o.HighRate, "high-rate", 2000, "calls per second of the phases that give the added p99")
 	f.IntVar(&o.StreamRate, "stream-rate", 200, "streams per second of the first-chunk phases")
 	f.IntVar(&o.Concurrency, "concurrency", 32, "closed-loop callers of the saturation phases")
-	f.IntVar(&o.CPUs, "cpus", 1, "GOMAXPROCS during the run (load generator, provider and router share it)")
+	f.IntVar(&o.CPUs, "cpus", 1, "pin the process (load generator, provider and router) to this many CPUs; 0: all")
 	f.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the router's saturation phase to this file (go tool pprof)")
 	return cmd
 }

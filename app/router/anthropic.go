@@ -15,8 +15,7 @@ import (
 // anthropic calls Anthropic's Messages API, translating the request from
 // and the answer (and its stream) to the OpenAI wire format.
 type anthropic struct {
-	hc    *http.Client
-	url   string
+	ep    endpoint
 	model string
 }
 
@@ -248,27 +247,15 @@ func (p *anthropic) post(ctx context.Context, req *ChatRequest, key string) (*ht
 	if err != nil {
 		return nil, err
 	}
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	hr.Header.Set("Content-Type", "application/json")
-	hr.Header.Set("anthropic-version", anthropicVersion)
+	hdrs := make([]header, 0, 3)
+	hdrs = append(hdrs, header{"anthropic-version", anthropicVersion})
 	if key != "" {
-		hr.Header.Set("x-api-key", key)
+		hdrs = append(hdrs, header{"x-api-key", key})
 	}
 	if req.Stream {
-		hr.Header.Set("Accept", "text/event-stream")
+		hdrs = append(hdrs, header{"Accept", "text/event-stream"})
 	}
-	resp, err := p.hc.Do(hr)
-	if err != nil {
-		return nil, transportError(ctx, err)
-	}
-	if resp.StatusCode/100 != 2 {
-		defer resp.Body.Close()
-		return nil, errorAnswer(resp)
-	}
-	return resp, nil
+	return p.ep.post(ctx, body, hdrs)
 }
 
 func (p *anthropic) chat(ctx context.Context, req *ChatRequest, key string) (*Answer, error) {

@@ -61,6 +61,7 @@ type catalog struct {
 	engine  *policy.Engine
 	secrets *secret.Broker
 	hc      *http.Client
+	ups     *upstreams
 	log     *slog.Logger
 
 	mu      sync.Mutex
@@ -134,7 +135,7 @@ func (c *catalog) load(ctx context.Context, tenant string) (*snapshot, error) {
 			continue
 		}
 		me := &modelEntry{ns: o.Metadata.Namespace, name: o.Metadata.Name, spec: spec, routeID: resource.ModelRouteID(spec.Provider, spec.Model)}
-		if me.prov, err = newProvider(c.hc, spec); err != nil {
+		if me.prov, err = newProvider(c.hc, c.ups, spec); err != nil {
 			me.broken = err.Error()
 		}
 		s.models[nsName{me.ns, me.name}] = me

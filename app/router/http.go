@@ -34,11 +34,11 @@ const (
 func (r *Router) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
-	mux.Handle("POST /v1/model/respond", r.authed(r.handleRespond(false)))
-	mux.Handle("POST /v1/model/stream", r.authed(r.handleRespond(true)))
-	mux.Handle("POST /v1/chat/completions", r.authed(r.handleRespond(false)))
-	mux.Handle("POST /v1/embeddings", r.authed(http.HandlerFunc(r.handleEmbeddings)))
-	mux.Handle("POST /v1/messages", r.authed(http.HandlerFunc(r.handleMessages)))
+	mux.Handle("POST /v1/model/respond", r.limited(r.authed(r.handleRespond(false)), writeError))
+	mux.Handle("POST /v1/model/stream", r.limited(r.authed(r.handleRespond(true)), writeError))
+	mux.Handle("POST /v1/chat/completions", r.limited(r.authed(r.handleRespond(false)), writeError))
+	mux.Handle("POST /v1/embeddings", r.limited(r.authed(http.HandlerFunc(r.handleEmbeddings)), writeError))
+	mux.Handle("POST /v1/messages", r.limited(r.authed(http.HandlerFunc(r.handleMessages)), writeAnthError))
 	mux.Handle("GET /v1/models", r.authed(http.HandlerFunc(r.handleModels)))
 	mux.Handle("GET /v1/models/capabilities", r.authed(http.HandlerFunc(r.handleCapabilities)))
 	mux.Handle("GET /v1/route/{name}/explain", r.authed(http.HandlerFunc(r.handleExplain)))
@@ -284,11 +284,15 @@ func writeError(w http.ResponseWriter, e *apierr.Error) {
 	if s, ok := e.Details["retryAfterSeconds"].(int64); ok {
 		w.Header().Set("Retry-After", strconv.FormatInt(s, 10))
 	}
-	body := map[string]any{"error": map[string]any{"code": e.Code, "message": e.Message, "details": e.Details, "type": errorType(e.Code)}}
-	b, _ := json.Marshal(body)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(e.Status())
-	_, _ = w.Write(b)
+	_, _ = w.Write(errorBody(e))
+}
+
+// errorBody is the documented error body of e.
+func errorBody(e *apierr.Error) []byte {
+	b, _ := json.Marshal(map[string]any{"error": map[string]any{"code": e.Code, "message": e.Message, "details": e.Details, "type": errorType(e.Code)}})
+	return b
 }
 
 // errorType is OpenAI's error type for a code.

@@ -13,40 +13,27 @@ import (
 // Ollama, LM Studio, Groq, Together …): the caller's request goes out as
 // sent with the Model's id, and the answer comes back as it is.
 type openAI struct {
-	hc                *http.Client
-	model             string
-	chatURL, embedURL string
+	model           string
+	chatEP, embedEP endpoint
 	// azure authenticates with the api-key header.
 	azure bool
 }
 
 func unmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 
-func (p *openAI) post(ctx context.Context, u string, body []byte, key string, stream bool) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
+func (p *openAI) post(ctx context.Context, ep endpoint, body []byte, key string, stream bool) (*http.Response, error) {
+	hdrs := make([]header, 0, 2)
 	if stream {
-		req.Header.Set("Accept", "text/event-stream")
+		hdrs = append(hdrs, header{"Accept", "text/event-stream"})
 	}
 	if key != "" {
 		if p.azure {
-			req.Header.Set("api-key", key)
+			hdrs = append(hdrs, header{"api-key", key})
 		} else {
-			req.Header.Set("Authorization", "Bearer "+key)
+			hdrs = append(hdrs, header{"Authorization", "Bearer " + key})
 		}
 	}
-	resp, err := p.hc.Do(req)
-	if err != nil {
-		return nil, transportError(ctx, err)
-	}
-	if resp.StatusCode/100 != 2 {
-		defer resp.Body.Close()
-		return nil, errorAnswer(resp)
-	}
-	return resp, nil
+	return ep.post(ctx, body, hdrs)
 }
 
 func (p *openAI) chat(ctx context.Context, req *ChatRequest, key string) (*Answer, error) {
@@ -54,7 +41,7 @@ func (p *openAI) chat(ctx context.Context, req *ChatRequest, key string) (*Answe
 	if err != nil {
 		return nil, err
 	}
-	resp, err := p.post(ctx, p.chatURL, body, key, false)
+	resp, err := p.post(ctx, p.chatEP, body, key, false)
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +49,7 @@ func (p *openAI) chat(ctx context.Context, req *ChatRequest, key string) (*Answe
 }
 
 func (p *openAI) embed(ctx context.Context, body []byte, key string) (*Answer, error) {
-	resp, err := p.post(ctx, p.embedURL, body, key, false)
+	resp, err := p.post(ctx, p.embedEP, body, key, false)
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +59,16 @@ func (p *openAI) embed(ctx context.Context, body []byte, key string) (*Answer, e
 // readAnswer reads a non-streamed answer and its usage.
 func readAnswer(ctx context.Context, resp *http.Response) (*Answer, error) {
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
+	var b []byte
+	var err error
+	if n := resp.ContentLength; n >= 0 && n <= maxAnswerBytes {
+		// One allocation of the announced size rather than a growing
+		// buffer.
+		b = make([]byte, n)
+		_, err = io.ReadFull(resp.Body, b)
+	} else {
+		b, err = io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
+	}
 	if err != nil {
 		return nil, transportError(ctx, err)
 	}
@@ -126,7 +122,7 @@ func (p *openAI) stream(ctx context.Context, req *ChatRequest, key string) (Stre
 	if err != nil {
 		return nil, err
 	}
-	resp, err := p.post(ctx, p.chatURL, body, key, true)
+	resp, err := p.post(ctx, p.chatEP, body, key, true)
 	if err != nil {
 		return nil, err
 	}

@@ -152,15 +152,71 @@ func NewTransport() *http.Transport {
 	}
 }
 
+// endpoint is one URL of a provider: a plain-HTTP URL is called over the
+// router's own connections (upstream.go), any other through net/http.
+type endpoint struct {
+	url string
+	hc  *http.Client
+	// up is the connection pool of a plain-HTTP URL, nil for net/http;
+	// uri is the request target on it.
+	up  *upstream
+	uri string
+}
+
+func newEndpoint(hc *http.Client, ups *upstreams, raw string) endpoint {
+	e := endpoint{url: raw, hc: hc}
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "http" || u.Host == "" || u.User != nil || ups == nil {
+		return e
+	}
+	if proxy, err := http.ProxyFromEnvironment(&http.Request{URL: u}); err != nil || proxy != nil {
+		return e
+	}
+	addr := u.Host
+	if u.Port() == "" {
+		addr = net.JoinHostPort(u.Hostname(), "80")
+	}
+	e.up, e.uri = ups.get(addr, u.Host), u.RequestURI()
+	return e
+}
+
+// post sends a JSON body with the given headers and returns a 2xx answer;
+// any other is a *ProviderError, as is a failed round trip.
+func (e endpoint) post(ctx context.Context, body []byte, hdrs []header) (*http.Response, error) {
+	var resp *http.Response
+	var err error
+	if e.up != nil {
+		resp, err = e.up.post(ctx, e.uri, body, hdrs)
+	} else {
+		var req *http.Request
+		if req, err = http.NewRequestWithContext(ctx, http.MethodPost, e.url, bytes.NewReader(body)); err != nil {
+			return nil, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		for _, h := range hdrs {
+			req.Header.Set(h.name, h.value)
+		}
+		resp, err = e.hc.Do(req)
+	}
+	if err != nil {
+		return nil, transportError(ctx, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		defer resp.Body.Close()
+		return nil, errorAnswer(resp)
+	}
+	return resp, nil
+}
+
 // newProvider builds the provider of a Model.
-func newProvider(hc *http.Client, spec resource.ModelSpec) (provider, error) {
+func newProvider(hc *http.Client, ups *upstreams, spec resource.ModelSpec) (provider, error) {
 	base := strings.TrimSuffix(spec.Endpoint, "/")
 	switch spec.Provider {
 	case ProviderAnthropic:
 		if base == "" {
 			base = anthropicBaseURL
 		}
-		return &anthropic{hc: hc, url: base + "/messages", model: spec.Model}, nil
+		return &anthropic{ep: newEndpoint(hc, ups, base+"/messages"), model: spec.Model}, nil
 	case ProviderOpenAI:
 		if base == "" {
 			base = openAIBaseURL
@@ -171,8 +227,8 @@ func newProvider(hc *http.Client, spec resource.ModelSpec) (provider, error) {
 		if err != nil || u.Host == "" {
 			return nil, fmt.Errorf("azure needs spec.endpoint https://{resource}.openai.azure.com/openai/deployments/{deployment}?api-version=…")
 		}
-		return &openAI{hc: hc, model: spec.Model, azure: true,
-			chatURL: withPath(u, "/chat/completions"), embedURL: withPath(u, "/embeddings")}, nil
+		return &openAI{model: spec.Model, azure: true,
+			chatEP: newEndpoint(hc, ups, withPath(u, "/chat/completions")), embedEP: newEndpoint(hc, ups, withPath(u, "/embeddings"))}, nil
 	default:
 		if base == "" {
 			return nil, fmt.Errorf("provider %q is OpenAI-compatible and needs spec.endpoint (its base URL, such as http://localhost:11434/v1)", spec.Provider)
@@ -181,7 +237,7 @@ func newProvider(hc *http.Client, spec resource.ModelSpec) (provider, error) {
 	if _, err := url.Parse(base); err != nil {
 		return nil, fmt.Errorf("spec.endpoint: %w", err)
 	}
-	return &openAI{hc: hc, model: spec.Model, chatURL: base + "/chat/completions", embedURL: base + "/embeddings"}, nil
+	return &openAI{model: spec.Model, chatEP: newEndpoint(hc, ups, base+"/chat/completions"), embedEP: newEndpoint(hc, ups, base+"/embeddings")}, nil
 }
 
 func withPath(u *url.URL, p string) string {

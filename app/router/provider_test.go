@@ -44,24 +44,34 @@ func TestProviderURLs(t *testing.T) {
 		{"azure", "azure", srv.URL + "/openai/deployments/gpt4o?api-version=2024-10-21", "/openai/deployments/gpt4o/chat/completions", "api-version=2024-10-21", "api-key", "k"},
 		{"anthropic", "anthropic", srv.URL + "/v1", "/v1/messages", "", "x-api-key", "k"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			p, err := newProvider(srv.Client(), resource.ModelSpec{Provider: tc.provider, Model: "m", Endpoint: tc.endpoint})
-			require.NoError(t, err)
-			ans, err := p.chat(context.Background(), req, "k")
-			require.NoError(t, err)
-			require.EqualValues(t, 2, ans.Usage.TotalTokens)
-			s := <-got
-			require.Equal(t, tc.wantPath, s.path)
-			require.Equal(t, tc.wantQuery, s.query)
-			require.Equal(t, tc.keyValue, s.header.Get(tc.keyHeader))
-			if tc.provider != "azure" {
-				require.Empty(t, s.header.Get("api-key"))
-			}
-		})
+		// Over net/http, and over the router's own connections (plain
+		// HTTP).
+		for _, via := range []struct {
+			name string
+			ups  *upstreams
+		}{{"net/http", nil}, {"own connections", newUpstreams(4)}} {
+			t.Run(tc.name+"/"+via.name, func(t *testing.T) {
+				p, err := newProvider(srv.Client(), via.ups, resource.ModelSpec{Provider: tc.provider, Model: "m", Endpoint: tc.endpoint})
+				require.NoError(t, err)
+				for range 2 {
+					ans, err := p.chat(context.Background(), req, "k")
+					require.NoError(t, err)
+					require.EqualValues(t, 2, ans.Usage.TotalTokens)
+					s := <-got
+					require.Equal(t, tc.wantPath, s.path)
+					require.Equal(t, tc.wantQuery, s.query)
+					require.Equal(t, tc.keyValue, s.header.Get(tc.keyHeader))
+					require.Equal(t, "application/json", s.header.Get("Content-Type"))
+					if tc.provider != "azure" {
+						require.Empty(t, s.header.Get("api-key"))
+					}
+				}
+			})
+		}
 	}
-	_, err = newProvider(srv.Client(), resource.ModelSpec{Provider: "ollama", Model: "m"})
+	_, err = newProvider(srv.Client(), nil, resource.ModelSpec{Provider: "ollama", Model: "m"})
 	require.ErrorContains(t, err, "needs spec.endpoint", "an OpenAI-compatible provider without an endpoint cannot be called")
-	_, err = newProvider(srv.Client(), resource.ModelSpec{Provider: "azure", Model: "m", Endpoint: "not a url"})
+	_, err = newProvider(srv.Client(), nil, resource.ModelSpec{Provider: "azure", Model: "m", Endpoint: "not a url"})
 	require.Error(t, err)
 }
 

@@ -40,7 +40,10 @@ type recorder struct {
 	bus *events.Bus
 	log *slog.Logger
 
-	queue chan record
+	// queue holds pointers: a channel's buffer is scanned whole by every
+	// collection, and at queueSize records by value it was most of the
+	// router's live heap.
+	queue chan *record
 	// flushes asks the writer to write what is queued now and closes the
 	// channel it is sent once that is committed.
 	flushes chan chan struct{}
@@ -52,7 +55,7 @@ type recorder struct {
 }
 
 func newRecorder(st store.Store, bus *events.Bus, log *slog.Logger) *recorder {
-	r := &recorder{st: st, bus: bus, log: log, queue: make(chan record, queueSize),
+	r := &recorder{st: st, bus: bus, log: log, queue: make(chan *record, queueSize),
 		flushes: make(chan chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 	go r.run()
 	return r
@@ -60,7 +63,7 @@ func newRecorder(st store.Store, bus *events.Bus, log *slog.Logger) *recorder {
 
 // add queues a record. A full queue (the store far behind) blocks the
 // caller rather than dropping the record.
-func (r *recorder) add(rec record) {
+func (r *recorder) add(rec *record) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if r.closed {
@@ -105,7 +108,7 @@ func (r *recorder) run() {
 	defer close(r.done)
 	tick := time.NewTicker(flushEvery)
 	defer tick.Stop()
-	var batch []record
+	var batch []*record
 	drain := func() {
 		for len(batch) < flushBatch*4 {
 			select {
@@ -125,16 +128,19 @@ func (r *recorder) run() {
 			}
 			drain()
 			r.write(batch)
+			clear(batch)
 			batch = batch[:0]
 		case <-tick.C:
 			drain()
 			if len(batch) > 0 {
 				r.write(batch)
+				clear(batch)
 				batch = batch[:0]
 			}
 		case done := <-r.flushes:
 			drain()
 			r.write(batch)
+			clear(batch)
 			batch = batch[:0]
 			close(done)
 		case <-r.stop:
@@ -144,6 +150,7 @@ func (r *recorder) run() {
 					return
 				}
 				r.write(batch)
+				clear(batch)
 				batch = batch[:0]
 			}
 		}
@@ -152,11 +159,11 @@ func (r *recorder) run() {
 
 // write commits a batch, one transaction per tenant, and publishes the
 // events it wrote.
-func (r *recorder) write(batch []record) {
+func (r *recorder) write(batch []*record) {
 	if len(batch) == 0 {
 		return
 	}
-	byTenant := map[string][]record{}
+	byTenant := map[string][]*record{}
 	var order []string
 	for _, rec := range batch {
 		if _, ok := byTenant[rec.tenant]; !ok {

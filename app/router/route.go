@@ -275,7 +275,7 @@ func (c *call) record() {
 		c.r.log.Error("encode route decision", "err", err)
 		return
 	}
-	c.r.rec.add(record{tenant: c.p.Tenant, events: c.evs, charges: c.charges, decision: store.RouteDecision{
+	c.r.rec.add(&record{tenant: c.p.Tenant, events: c.evs, charges: c.charges, decision: store.RouteDecision{
 		ID: c.dec.ID, Namespace: c.ns, Execution: c.dec.Execution, Route: c.dec.Route, Agent: c.p.Agent, Time: c.dec.Time, Data: b}})
 }
 

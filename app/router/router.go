@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -31,6 +32,14 @@ const (
 	// DefaultAttemptTimeout bounds one provider attempt: a non-streamed
 	// answer, or a stream up to its first chunk.
 	DefaultAttemptTimeout = 120 * time.Second
+	// DefaultMaxInFlight bounds the model calls served at once; more are
+	// answered 503 with Retry-After.
+	DefaultMaxInFlight = 1024
+	// DefaultMaxConns bounds the client connections open at once; more
+	// are answered 503 with Retry-After and closed. With one connection to
+	// a provider per call in flight, the router holds at most
+	// DefaultMaxConns + DefaultMaxInFlight sockets.
+	DefaultMaxConns = 8192
 )
 
 // Config configures a Router.
@@ -48,8 +57,17 @@ type Config struct {
 	Bus *events.Bus
 	// Tracer makes one span per model call; nil means none.
 	Tracer trace.TracerProvider
-	// HTTPClient calls providers; nil means one over NewTransport.
+	// HTTPClient calls HTTPS providers and those behind a proxy; nil
+	// means one over NewTransport. Plain-HTTP providers are called over
+	// the router's own connections.
 	HTTPClient *http.Client
+	// MaxInFlight bounds the model calls served at once
+	// (DefaultMaxInFlight when zero); it also bounds the connections to
+	// each plain-HTTP provider.
+	MaxInFlight int
+	// MaxConns bounds the client connections open at once
+	// (DefaultMaxConns when zero).
+	MaxConns int
 	// AttemptTimeout bounds one provider attempt; DefaultAttemptTimeout
 	// when zero.
 	AttemptTimeout time.Duration
@@ -71,8 +89,13 @@ type Router struct {
 	tracer  trace.Tracer
 	catalog *catalog
 	rec     *recorder
-	stop    func()
-	closed  sync.Once
+	ups     *upstreams
+	// inFlight counts the model calls being served.
+	inFlight atomic.Int64
+	stop     func()
+	closed   sync.Once
+	// done ends the pruning of idle provider connections.
+	done chan struct{}
 }
 
 // New builds a router and starts its recorder and cache invalidation.
@@ -95,6 +118,12 @@ func New(cfg Config) (*Router, error) {
 	if cfg.AttemptTimeout <= 0 {
 		cfg.AttemptTimeout = DefaultAttemptTimeout
 	}
+	if cfg.MaxInFlight <= 0 {
+		cfg.MaxInFlight = DefaultMaxInFlight
+	}
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = DefaultMaxConns
+	}
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{Transport: NewTransport(), CheckRedirect: func(*http.Request, []*http.Request) error {
 			// A provider that redirects could send the API key elsewhere.
@@ -105,18 +134,36 @@ func New(cfg Config) (*Router, error) {
 	if tp == nil {
 		tp = noop.NewTracerProvider()
 	}
+	ups := newUpstreams(cfg.MaxInFlight)
 	r := &Router{
 		cfg:    cfg,
+		ups:    ups,
+		done:   make(chan struct{}),
 		st:     cfg.Store,
 		log:    cfg.Logger,
 		now:    cfg.Now,
 		tracer: tp.Tracer("github.com/warden-dev/warden/app/router"),
-		catalog: &catalog{st: cfg.Store, engine: cfg.Policies, secrets: cfg.Secrets, hc: cfg.HTTPClient, log: cfg.Logger,
+		catalog: &catalog{st: cfg.Store, engine: cfg.Policies, secrets: cfg.Secrets, hc: cfg.HTTPClient, ups: ups, log: cfg.Logger,
 			entries: map[string]*catalogEntry{}},
 		rec: newRecorder(cfg.Store, cfg.Bus, cfg.Logger),
 	}
 	r.stop = cfg.Store.ListenConfig(r.catalog.invalidate)
+	go r.pruneIdle()
 	return r, nil
+}
+
+// pruneIdle closes idle provider connections that outlived upstreamIdle.
+func (r *Router) pruneIdle() {
+	tick := time.NewTicker(upstreamIdle / 2)
+	defer tick.Stop()
+	for {
+		select {
+		case now := <-tick.C:
+			r.ups.prune(now)
+		case <-r.done:
+			return
+		}
+	}
 }
 
 // Close stops the router's background work, writing every queued record.
@@ -124,7 +171,9 @@ func New(cfg Config) (*Router, error) {
 func (r *Router) Close() {
 	r.closed.Do(func() {
 		r.stop()
+		close(r.done)
 		r.rec.close()
+		r.ups.close()
 	})
 }
 
@@ -135,7 +184,10 @@ func (r *Router) Flush(ctx context.Context) error { return r.rec.flush(ctx) }
 // flight finish (10 s at most).
 func (r *Router) Serve(ctx context.Context, ln net.Listener) error {
 	t := r.cfg.Timeouts.WithDefaults()
+	var open atomic.Int64
+	ln = newConnLimit(ln, r.cfg.MaxConns, &open)
 	srv := &http.Server{
+		ConnState:         countConns(&open),
 		Handler:           r.Handler(),
 		ReadHeaderTimeout: t.ReadHeader,
 		// No ReadTimeout: it would stay armed while an answer streams.

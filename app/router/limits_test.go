@@ -1,0 +1,93 @@
+package router
+
+import (
+	"bufio"
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/warden-dev/warden/app/apierr"
+)
+
+// TestInFlightLimit: past MaxInFlight calls at once, a call is answered
+// 503 with Retry-After, in the caller's wire format, and served again
+// once there is room.
+func TestInFlightLimit(t *testing.T) {
+	t.Parallel()
+	r := &Router{cfg: Config{MaxInFlight: 1}}
+	entered, release := make(chan struct{}), make(chan struct{})
+	slow := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		entered <- struct{}{}
+		<-release
+		_, _ = w.Write([]byte("ok"))
+	})
+	for _, tc := range []struct {
+		name string
+		fail func(http.ResponseWriter, *apierr.Error)
+		typ  func(map[string]any) any
+	}{
+		{"openai", writeError, func(b map[string]any) any { return b["error"].(map[string]any)["code"] }},
+		{"anthropic", writeAnthError, func(b map[string]any) any { return b["error"].(map[string]any)["code"] }},
+	} {
+		h := r.limited(slow, tc.fail)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/", nil))
+		}()
+		<-entered
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/", nil))
+		require.Equal(t, http.StatusServiceUnavailable, w.Code, tc.name)
+		require.Equal(t, "1", w.Header().Get("Retry-After"), tc.name)
+		var body map[string]any
+		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &body), tc.name)
+		require.Equal(t, "Unavailable", tc.typ(body), tc.name)
+		release <- struct{}{}
+		<-done
+		go func() { <-entered; release <- struct{}{} }()
+		w = httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/", nil))
+		require.Equal(t, http.StatusOK, w.Code, "%s: served again once a call ended", tc.name)
+	}
+}
+
+// TestConnLimit: past MaxConns open connections, a new one is answered
+// 503 with Retry-After and closed; the open ones are still served.
+func TestConnLimit(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var open atomic.Int64
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }),
+		ConnState: countConns(&open)}
+	go func() { _ = srv.Serve(newConnLimit(ln, 1, &open)) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	get := func(c net.Conn) *http.Response {
+		t.Helper()
+		_, err := c.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
+		require.NoError(t, err)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		require.NoError(t, err)
+		return resp
+	}
+	first, err := net.Dial("tcp", ln.Addr().String())
+	require.NoError(t, err)
+	defer first.Close()
+	require.Equal(t, http.StatusOK, get(first).StatusCode)
+	second, err := net.Dial("tcp", ln.Addr().String())
+	require.NoError(t, err)
+	defer second.Close()
+	resp := get(second)
+	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	require.Equal(t, "1", resp.Header.Get("Retry-After"))
+	var body map[string]any
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
+	require.Equal(t, "Unavailable", body["error"].(map[string]any)["code"])
+	require.Equal(t, http.StatusOK, get(first).StatusCode, "the open connection is still served")
+}
