@@ -76,6 +76,8 @@ type Store struct {
 	stopCkpt chan struct{}
 	stopOnce sync.Once
 	ckptDone chan struct{}
+	// spans compresses and decompresses span blocks.
+	spans *store.SpanCodec
 }
 
 var _ store.Store = (*Store)(nil)
@@ -122,7 +124,12 @@ func open(ctx context.Context, path string, opts Options, ckpt ckptConfig) (*Sto
 	writer.SetMaxIdleConns(1)
 	writer.SetConnMaxLifetime(0)
 	writer.SetConnMaxIdleTime(0)
-	s := &Store{writer: writer, notifier: store.NewNotifier(), configNotifier: store.NewNotifier(), now: opts.Now, log: opts.Logger}
+	codec, err := store.NewSpanCodec()
+	if err != nil {
+		_ = writer.Close()
+		return nil, err
+	}
+	s := &Store{writer: writer, notifier: store.NewNotifier(), configNotifier: store.NewNotifier(), now: opts.Now, log: opts.Logger, spans: codec}
 	if err := s.migrate(ctx); err != nil {
 		_ = writer.Close()
 		return nil, err
@@ -399,6 +406,7 @@ func (s *Store) Close() error {
 		s.log.Warn("sqlite: final checkpoint", "err", err)
 	}
 	errs = append(errs, s.checkpointer.Close(), s.reader.Close(), s.writer.Close())
+	s.spans.Close()
 	if s.walFile != nil {
 		errs = append(errs, s.walFile.Close())
 	}
