@@ -115,7 +115,7 @@ func open(ctx context.Context, path string, opts Options, ckpt ckptConfig) (*Sto
 		return nil, fmt.Errorf("sqlite: create %s: %w", path, err)
 	}
 	common := "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)"
-	writer, err := sql.Open("sqlite", "file:"+path+"?"+common+"&_pragma=journal_mode(WAL)&_pragma=wal_autocheckpoint(0)&_pragma=journal_size_limit("+strconv.Itoa(walSizeLimit)+")&_txlock=immediate")
+	writer, err := sql.Open("sqlite", "file:"+path+"?"+common+"&_pragma=temp_store(MEMORY)&_pragma=journal_mode(WAL)&_pragma=wal_autocheckpoint(0)&_pragma=journal_size_limit("+strconv.Itoa(walSizeLimit)+")&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
