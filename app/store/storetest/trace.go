@@ -429,3 +429,38 @@ func testSpanBlocksLarge(t *testing.T, s store.Store) {
 	require.Len(t, sums, 1)
 	require.Equal(t, len(spans), sums[0].Spans)
 }
+
+// LegacySpans checks that spans of the per-span table of earlier versions
+// (which insert stores, as those versions did) are read beside blocks and
+// expire like them. Drivers call it with their own insert.
+func LegacySpans(t *testing.T, s store.Store, insert func(tenant string, sp store.Span)) {
+	ctx, tenant := context.Background(), NewTenant()
+	base := time.Unix(1_800_000_000, 0)
+	trace := NewTraceID()
+	old := NewSpan(trace, [8]byte{}, "agent.run", base, time.Second)
+	old.Agent, old.Service = "support-bot", "agents"
+	insert(tenant, old)
+	child := NewSpan(trace, old.SpanID, "execute_tool crm.get", base.Add(time.Millisecond), time.Millisecond)
+	child.Agent, child.Tool = "support-bot", "crm.get"
+	require.NoError(t, s.SpanWrite(ctx, tenant, &store.SpanBatch{Spans: []store.Span{child}}))
+
+	got, err := s.SpanList(ctx, tenant, store.SpanFilter{TraceIDs: [][16]byte{trace}, Status: -1, Ascending: true})
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	require.Equal(t, old, got[0], "the old row comes back whole, first")
+	require.Equal(t, child.SpanID, got[1].SpanID)
+	byAgent, err := s.SpanList(ctx, tenant, store.SpanFilter{Agent: "support-bot", Status: -1, Limit: 1})
+	require.NoError(t, err)
+	require.Len(t, byAgent, 1)
+	require.Equal(t, child.SpanID, byAgent[0].SpanID, "newest first across both tables")
+	sums, err := s.TraceSummaryList(ctx, tenant, nil, [][16]byte{trace})
+	require.NoError(t, err)
+	require.Equal(t, []store.TraceSummary{{TraceID: trace, Spans: 2, Start: old.Start, End: old.End, Root: "agent.run", Service: "agents"}}, sums)
+
+	n, err := s.SpanExpire(ctx, tenant, store.TraceCutoffs{Spans: base.Add(time.Hour)}, 100)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	got, err = s.SpanList(ctx, tenant, store.SpanFilter{Status: -1})
+	require.NoError(t, err)
+	require.Empty(t, got, "retention empties both tables")
+}
