@@ -414,6 +414,31 @@ type StoredBlock struct {
 	Data               []byte
 }
 
+// BlockRows is what database/sql's and pgx's rows both offer.
+type BlockRows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// ScanBlocks reads the rows of a SpanBlockList query.
+func ScanBlocks(rows BlockRows) ([]StoredBlock, error) {
+	var out []StoredBlock
+	for rows.Next() {
+		var b StoredBlock
+		var trace []byte
+		if err := rows.Scan(&b.ID, &b.Namespace, &trace, &b.MinStart, &b.MaxStart, &b.Data); err != nil {
+			return nil, fmt.Errorf("scan span block: %w", err)
+		}
+		copy(b.TraceID[:], trace)
+		out = append(out, b)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list span blocks: %w", err)
+	}
+	return out, nil
+}
+
 // BlockCursor is the position after the last block of a page, in the
 // order of BlockPage.
 type BlockCursor struct {

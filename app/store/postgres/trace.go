@@ -135,18 +135,9 @@ func blockPage(ctx context.Context, tx pgx.Tx, tenant string, f store.SpanFilter
 		return nil, fmt.Errorf("postgres: list span blocks: %w", err)
 	}
 	defer rows.Close()
-	var out []store.StoredBlock
-	for rows.Next() {
-		var b store.StoredBlock
-		var trace []byte
-		if err := rows.Scan(&b.ID, &b.Namespace, &trace, &b.MinStart, &b.MaxStart, &b.Data); err != nil {
-			return nil, fmt.Errorf("postgres: scan span block: %w", err)
-		}
-		copy(b.TraceID[:], trace)
-		out = append(out, b)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("postgres: list span blocks: %w", err)
+	out, err := store.ScanBlocks(rows)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	return out, nil
 }

@@ -202,18 +202,9 @@ func (s *Store) blockPage(ctx context.Context, tenant string, f store.SpanFilter
 		return nil, fmt.Errorf("sqlite: list span blocks: %w", err)
 	}
 	defer rows.Close()
-	var out []store.StoredBlock
-	for rows.Next() {
-		var b store.StoredBlock
-		var trace []byte
-		if err := rows.Scan(&b.ID, &b.Namespace, &trace, &b.MinStart, &b.MaxStart, &b.Data); err != nil {
-			return nil, fmt.Errorf("sqlite: scan span block: %w", err)
-		}
-		copy(b.TraceID[:], trace)
-		out = append(out, b)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: list span blocks: %w", err)
+	out, err := store.ScanBlocks(rows)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
 	}
 	return out, nil
 }
