@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -85,8 +84,6 @@ as warden up does.`,
 	f.BoolVar(&o.tls.allowPlaintext, "insecure-allow-plaintext", false, "serve plaintext HTTP on a non-loopback address (only behind a TLS-terminating proxy)")
 	f.IntVar(&o.trace.httpPort, "otlp-http-port", defaultOTLPHTTPPort, "trace: port of OTLP/HTTP and OCSF ingest (0: not served)")
 	f.IntVar(&o.trace.grpcPort, "otlp-grpc-port", defaultOTLPGRPCPort, "trace: port of OTLP/gRPC ingest (0: not served)")
-	f.DurationVar(&o.trace.retention, "trace-retention", 7*24*time.Hour, "trace: how long spans, call metrics and OCSF events are kept")
-	f.StringSliceVar(&o.trace.tenantRetention, "trace-retention-tenant", nil, "trace: a tenant's own retention, TENANT=DURATION (repeatable)")
 	f.StringVar(&o.rag.fileRoot, "rag-file-root", "", "rag: directory KnowledgeSources of type file are read under (default <data-dir>/knowledge)")
 	f.StringVar(&o.rag.embeddingsURL, "rag-embeddings-url", "", "rag: OpenAI-compatible base URL whose /v1/embeddings embeds indexes that name a model")
 	return cmd
@@ -139,7 +136,7 @@ func (a *app) serveSpec(svc serveService, o serveOptions) (processSpec, error) {
 	}
 	// Only the trace service serves the trace listeners; every process
 	// writes its own spans to the trace store.
-	spec.trace = traceOptions{retention: o.trace.retention}
+	spec.trace = traceOptions{}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return spec, fmt.Errorf("cannot listen on %s for the %s: %w; is another program using port %d? Choose another address with --listen",

@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
-	"strings"
-	"time"
 
 	"github.com/spf13/pflag"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -32,16 +30,12 @@ const (
 // traceOptions are up's trace service flags.
 type traceOptions struct {
 	queryPort, httpPort, grpcPort int
-	retention                     time.Duration
-	tenantRetention               []string
 }
 
 func (o *traceOptions) addFlags(f *pflag.FlagSet) {
 	f.IntVar(&o.queryPort, "trace-port", defaultTracePort, "port of the trace query API and /metrics (0: not served)")
 	f.IntVar(&o.httpPort, "otlp-http-port", defaultOTLPHTTPPort, "port of OTLP/HTTP and OCSF ingest (0: not served)")
 	f.IntVar(&o.grpcPort, "otlp-grpc-port", defaultOTLPGRPCPort, "port of OTLP/gRPC ingest (0: not served)")
-	f.DurationVar(&o.retention, "trace-retention", 7*24*time.Hour, "how long spans, call metrics and OCSF events are kept")
-	f.StringSliceVar(&o.tenantRetention, "trace-retention-tenant", nil, "a tenant's own retention, TENANT=DURATION (repeatable)")
 }
 
 // check validates the flags against the control plane's port.
@@ -65,25 +59,7 @@ func (o traceOptions) check(ports ...int) error {
 		}
 		seen[x.port] = x.name
 	}
-	if o.retention <= 0 {
-		return usagef("--trace-retention %s must be positive", o.retention)
-	}
-	_, err := o.overrides()
-	return err
-}
-
-// overrides parses --trace-retention-tenant.
-func (o traceOptions) overrides() (map[string]time.Duration, error) {
-	out := map[string]time.Duration{}
-	for _, kv := range o.tenantRetention {
-		t, d, ok := strings.Cut(kv, "=")
-		dur, err := time.ParseDuration(d)
-		if !ok || t == "" || err != nil || dur <= 0 {
-			return nil, usagef("--trace-retention-tenant %q is not TENANT=DURATION (such as acme=720h)", kv)
-		}
-		out[t] = dur
-	}
-	return out, nil
+	return nil
 }
 
 // startTrace builds the trace service over st, sends Warden's own spans
@@ -93,10 +69,6 @@ func (o traceOptions) overrides() (map[string]time.Duration, error) {
 func startTrace(ctx context.Context, st store.Store, srv *server.Server, tp *sdktrace.TracerProvider, o traceOptions, host string,
 	tlsOpts tlsOptions, logger *slog.Logger) (stop func(), summary []string, err error) {
 	var ls trace.Listeners
-	overrides, err := o.overrides()
-	if err != nil {
-		return nil, nil, err
-	}
 	writers := 1
 	if _, ok := st.(*postgres.Store); ok {
 		writers = 4
@@ -104,7 +76,7 @@ func startTrace(ctx context.Context, st store.Store, srv *server.Server, tp *sdk
 	svc, err := trace.New(trace.Config{
 		Store: st, Logger: logger,
 		Ingest: srv.Authenticator(workload.AudienceTrace), Query: srv.Authenticator(workload.AudienceControlPlane), Authz: srv.Authorizer(),
-		Writers: writers, Retention: o.retention, TenantRetention: overrides,
+		Writers: writers,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("trace service: %w", err)

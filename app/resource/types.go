@@ -927,6 +927,14 @@ type TenantRetention struct {
 	// Audit is how long audit records are kept; default 8760h (365 days).
 	// The chain still verifies from a sealed checkpoint at the cut.
 	Audit string `json:"audit,omitempty"`
+	// Spans is how long the trace service keeps spans, from their start;
+	// default 168h (7 days).
+	Spans string `json:"spans,omitempty"`
+	// Metrics is how long the trace service keeps its call metrics (the
+	// per-minute and per-hour rollups); default 2160h (90 days).
+	Metrics string `json:"metrics,omitempty"`
+	// OCSFEvents is how long OCSF events are kept; default 168h (7 days).
+	OCSFEvents string `json:"ocsfEvents,omitempty"`
 }
 
 // TenantSSO is a tenant's own OIDC connection: the issuer, Warden's client

@@ -256,7 +256,7 @@ func validateRules(o *Object, add addFunc) {
 		checkDuration(s, "retention", "spec.retention", add)
 	case KindTenant:
 		if r, ok := s["retention"].(map[string]any); ok {
-			for _, k := range []string{"toolCalls", "events", "audit"} {
+			for _, k := range []string{"toolCalls", "events", "audit", "spans", "metrics", "ocsfEvents"} {
 				checkDuration(r, k, "spec.retention."+k, add)
 			}
 		}

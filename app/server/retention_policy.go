@@ -18,6 +18,9 @@ const (
 	DefaultToolCallRetention = 30 * 24 * time.Hour
 	DefaultEventRetention    = 7 * 24 * time.Hour
 	DefaultAuditRetention    = 365 * 24 * time.Hour
+	DefaultSpanRetention     = 7 * 24 * time.Hour
+	DefaultMetricRetention   = 90 * 24 * time.Hour
+	DefaultOCSFRetention     = 7 * 24 * time.Hour
 )
 
 // retentionSkew is added to a tenant's longest idempotency window before a
@@ -36,19 +39,24 @@ type Retention struct {
 	Events time.Duration
 	// Audit is how long audit records are kept.
 	Audit time.Duration
+	// Spans, Metrics and OCSFEvents are how long the trace service keeps
+	// spans, call metrics and OCSF events.
+	Spans, Metrics, OCSFEvents time.Duration
 }
 
 // RetentionOf returns the retention of spec, the defaults where it sets
 // none (or, having passed validation, nothing parseable).
 func RetentionOf(spec *resource.TenantRetention) Retention {
-	r := Retention{ToolCalls: DefaultToolCallRetention, Events: DefaultEventRetention, Audit: DefaultAuditRetention}
+	r := Retention{ToolCalls: DefaultToolCallRetention, Events: DefaultEventRetention, Audit: DefaultAuditRetention,
+		Spans: DefaultSpanRetention, Metrics: DefaultMetricRetention, OCSFEvents: DefaultOCSFRetention}
 	if spec == nil {
 		return r
 	}
 	for _, f := range []struct {
 		v   string
 		out *time.Duration
-	}{{spec.ToolCalls, &r.ToolCalls}, {spec.Events, &r.Events}, {spec.Audit, &r.Audit}} {
+	}{{spec.ToolCalls, &r.ToolCalls}, {spec.Events, &r.Events}, {spec.Audit, &r.Audit},
+		{spec.Spans, &r.Spans}, {spec.Metrics, &r.Metrics}, {spec.OCSFEvents, &r.OCSFEvents}} {
 		if d, err := time.ParseDuration(f.v); err == nil && d > 0 {
 			*f.out = d
 		}
@@ -113,7 +121,24 @@ func RetainTenant(ctx context.Context, st store.Store, sealer audit.Sealer, tena
 	if err := cutAudit(ctx, st, sealer, tenant, now.Add(-ret.Audit), now); err != nil {
 		errs = append(errs, fmt.Errorf("audit log: %w", err))
 	}
+	if err := expireTraces(ctx, st, tenant, store.TraceCutoffs{Spans: now.Add(-ret.Spans), Metrics: now.Add(-ret.Metrics),
+		OCSFEvents: now.Add(-ret.OCSFEvents)}); err != nil {
+		errs = append(errs, fmt.Errorf("traces: %w", err))
+	}
 	return errors.Join(errs...)
+}
+
+// expireTraces deletes the tenant's spans, call metrics and OCSF events
+// older than their cut-offs, store.RetentionChunk rows of each table a
+// transaction, so that the trace writers wait for one short transaction
+// at most.
+func expireTraces(ctx context.Context, st store.Store, tenant string, cut store.TraceCutoffs) error {
+	for {
+		n, err := st.SpanExpire(ctx, tenant, cut, store.RetentionChunk)
+		if err != nil || n < store.RetentionChunk {
+			return err
+		}
+	}
 }
 
 // sweepChunks runs sweep, one transaction each, until it deletes fewer

@@ -294,3 +294,61 @@ func BenchmarkRetainToolCalls(b *testing.B) {
 		})
 	}
 }
+
+// The trace service's data goes by the tenant's spec.retention.spans,
+// .metrics and .ocsfEvents; another tenant keeps the defaults.
+func TestRetainTenantTraces(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"sqlite", "postgres"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+			st := openAt(t, name, &fakeClock{t: t0})
+			const short, long = "acme", "globex"
+			for _, tenant := range []string{short, long} {
+				require.NoError(t, st.TenantCreate(ctx, store.TenantRecord{ID: tenant}))
+				// Spans, rollups and events of t0 and of t0+10h.
+				for _, at := range []time.Time{t0, t0.Add(10 * time.Hour)} {
+					sp := storetest.NewSpan(storetest.NewTraceID(), [8]byte{}, "call", at, time.Millisecond)
+					sp.Tool = "crm.get"
+					require.NoError(t, st.SpanWrite(ctx, tenant, &store.SpanBatch{Spans: []store.Span{sp},
+						Rollups: []store.SpanRollup{{Namespace: "default", Tool: "crm.get", Minute: at.Unix() / 60 * 60, Calls: 1},
+							{Namespace: "default", Tool: "crm.get", Width: store.RollupHour, Minute: at.Unix() / 3600 * 3600, Calls: 1}},
+						Events: []store.OCSFEvent{{Namespace: "default", Time: at.UnixMilli(), ClassUID: 6003, Data: []byte("{}")}}}))
+				}
+			}
+			require.NoError(t, st.Update(ctx, short, func(ctx context.Context, tx store.Tx) error {
+				_, err := tx.ResourceCreate(ctx, storetest.NewObject(resource.KindTenant, "", short, nil, map[string]any{
+					"retention": map[string]any{"spans": "1h", "metrics": "5h", "ocsfEvents": "2h"}}))
+				return err
+			}))
+			// counts returns the tenant's spans, rollup calls and events.
+			counts := func(tenant string) []int {
+				t.Helper()
+				spans, err := st.SpanList(ctx, tenant, store.SpanFilter{Status: -1})
+				require.NoError(t, err)
+				rs, err := st.SpanRollupList(ctx, tenant, store.RollupFilter{Since: 0, Until: t0.Add(100 * 24 * time.Hour).Unix()})
+				require.NoError(t, err)
+				calls := 0
+				for _, r := range rs {
+					calls += int(r.Calls)
+				}
+				evs, err := st.OCSFEventList(ctx, tenant, store.OCSFFilter{})
+				require.NoError(t, err)
+				return []int{len(spans), calls, len(evs)}
+			}
+			// At t0+10h30m: acme's spans and events of t0 are past 1h and
+			// 2h, its metrics of t0 past 5h; the newer ones stay.
+			require.NoError(t, server.RetainTenant(ctx, st, nil, short, t0.Add(10*time.Hour+30*time.Minute)))
+			require.NoError(t, server.RetainTenant(ctx, st, nil, long, t0.Add(10*time.Hour+30*time.Minute)))
+			require.Equal(t, []int{1, 1, 1}, counts(short))
+			require.Equal(t, []int{2, 2, 2}, counts(long), "the defaults keep a week of spans and events")
+			// Eight days on: globex's spans and events go, its metrics stay.
+			require.NoError(t, server.RetainTenant(ctx, st, nil, long, t0.Add(8*24*time.Hour)))
+			require.Equal(t, []int{0, 2, 0}, counts(long))
+			require.NoError(t, server.RetainTenant(ctx, st, nil, long, t0.Add(91*24*time.Hour)))
+			require.Equal(t, []int{0, 0, 0}, counts(long), "metrics are kept 90 days")
+		})
+	}
+}

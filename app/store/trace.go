@@ -32,9 +32,9 @@ const (
 )
 
 // Span is one stored span: the attributes queries filter and aggregate on
-// as columns, everything else (attributes, events, links, status message)
+// as fields, everything else (attributes, events, links, status message)
 // in Data, the OTLP protobuf encoding of the span without the fields the
-// columns hold.
+// others hold. Spans are stored in blocks (SpanBlocks).
 type Span struct {
 	Namespace string
 	TraceID   [16]byte
@@ -115,7 +115,10 @@ type OCSFEvent struct {
 
 // SpanBatch is what one SpanWrite stores, all or nothing.
 type SpanBatch struct {
+	// Spans are stored in blocks the store encodes; Blocks were encoded
+	// by the caller (SpanCodec.EncodeBlocks), off the write path.
 	Spans     []Span
+	Blocks    []EncodedBlock
 	Resources []SpanResource
 	Rollups   []SpanRollup
 	Events    []OCSFEvent
@@ -199,14 +202,23 @@ type StoredOCSFEvent struct {
 	OCSFEvent
 }
 
+// TraceCutoffs are the times before which a tenant's trace data goes:
+// spans (by start time) with the resources no later span uses, call
+// rollups (by bucket) and OCSF events. A zero time deletes nothing.
+type TraceCutoffs struct {
+	Spans, Metrics, OCSFEvents time.Time
+}
+
 // TraceStore stores spans, their per-minute call aggregates and OCSF
 // events, every row scoped to one tenant.
 type TraceStore interface {
-	// SpanWrite stores a batch in one transaction: spans, resources (those
-	// already stored are kept), rollups (added to the stored rows) and OCSF
-	// events. Nothing is stored when it fails.
+	// SpanWrite stores a batch in one transaction: spans (one block per
+	// namespace and trace, SpanBlocks), resources (those already stored
+	// are kept), rollups (added to the stored rows) and OCSF events.
+	// Nothing is stored when it fails.
 	SpanWrite(ctx context.Context, tenant string, b *SpanBatch) error
-	// SpanList returns the spans matching f.
+	// SpanList returns the spans matching f, from blocks and from the
+	// per-span table of earlier versions alike.
 	SpanList(ctx context.Context, tenant string, f SpanFilter) ([]Span, error)
 	// SpanResourceGet returns the resources with the given ids.
 	SpanResourceGet(ctx context.Context, tenant string, ids []int64) (map[int64][]byte, error)
@@ -217,11 +229,13 @@ type TraceStore interface {
 	SpanRollupList(ctx context.Context, tenant string, f RollupFilter) ([]SpanRollup, error)
 	// OCSFEventList returns OCSF events matching f, newest first.
 	OCSFEventList(ctx context.Context, tenant string, f OCSFFilter) ([]StoredOCSFEvent, error)
-	// SpanExpire deletes at most limit spans, and as many rollups and OCSF
-	// events, of tenant that started before before, oldest first, in one
-	// short transaction, and returns how many rows it deleted; callers
-	// repeat until it returns fewer than limit.
-	SpanExpire(ctx context.Context, tenant string, before time.Time, limit int) (int, error)
+	// SpanExpire deletes, oldest first in one short transaction, at most
+	// limit span blocks whose spans all started before cut.Spans (and
+	// limit old per-span rows, and unused resources), limit rollups of
+	// buckets before cut.Metrics and limit OCSF events before
+	// cut.OCSFEvents, and returns the most rows it deleted of any table;
+	// callers repeat until it returns fewer than limit.
+	SpanExpire(ctx context.Context, tenant string, cut TraceCutoffs, limit int) (int, error)
 }
 
 // RollupDimensions are the dimensions of SpanRollup a query may group or

@@ -19,9 +19,6 @@ type TraceSQL struct {
 // SpanColumns are the columns of the spans table, in Span's order.
 const SpanColumns = "namespace, trace_id, span_id, parent_id, name, kind, start_ns, end_ns, status, service, agent, tool, model, execution, cost, tokens, resource, data"
 
-// SpanColumnCount is the number of SpanColumns.
-const SpanColumnCount = 18
-
 // sqlArgs collects parameters and writes their placeholders.
 type sqlArgs struct {
 	ph   func(int) string
@@ -102,32 +99,73 @@ func (q TraceSQL) SpanList(tenant string, f SpanFilter) (string, []any) {
 	return sql, a.args
 }
 
-// TraceSummaryList returns the query of TraceSummaryList.
-func (q TraceSQL) TraceSummaryList(tenant string, namespaces []string, ids [][16]byte) (string, []any) {
-	a := &sqlArgs{ph: q.Placeholder}
-	w := []string{"tenant_id = " + a.add(tenant)}
-	if namespaces != nil {
-		w = append(w, "namespace IN "+a.in(anySlice(namespaces)))
-	}
-	vals := make([]any, len(ids))
-	for i := range ids {
-		vals[i] = ids[i][:]
-	}
-	w = append(w, "trace_id IN "+a.in(vals))
-	// The root's name and service: the smallest "0name" of the roots
-	// sorts before every "1name" of the other spans.
-	return `SELECT trace_id, count(DISTINCT span_id), count(DISTINCT CASE WHEN status = 2 THEN span_id END), min(start_ns), max(end_ns),
-		min(CASE WHEN parent_id IS NULL THEN '0' ELSE '1' END || name), min(CASE WHEN parent_id IS NULL THEN '0' ELSE '1' END || coalesce(service, ''))
-		FROM spans WHERE ` + strings.Join(w, " AND ") + ` GROUP BY trace_id`, a.args
-}
+// SpanBlockColumns are the columns of span_blocks that StoredBlock holds,
+// qualified by the alias b.
+const SpanBlockColumns = "b.id, b.namespace, b.trace_id, b.min_start, b.max_start, b.data"
 
-// SplitRootName undoes the prefix TraceSummaryList's query puts before the
-// root's name and service.
-func SplitRootName(s string) string {
-	if strings.HasPrefix(s, "0") {
-		return s[1:]
+// SpanBlockList returns the query of one page of the blocks that may hold
+// spans passing f (store.BlockPage), after cur. The equality filters on
+// indexed columns select blocks through span_keys: the first one drives
+// a newest-first query in its index's time order, the others must exist
+// beside it.
+func (q TraceSQL) SpanBlockList(tenant string, f SpanFilter, cur *BlockCursor, n int) (string, []any) {
+	a := &sqlArgs{ph: q.Placeholder}
+	keys := f.BlockKeys()
+	from := "span_blocks b"
+	var w []string
+	// Newest first by the block's newest span; oldest first by its oldest.
+	startCol, idCol, order := "b.max_start", "b.id", " DESC"
+	if f.Ascending {
+		startCol, order = "b.min_start", ""
 	}
-	return ""
+	if len(keys) > 0 && !f.Ascending && len(f.TraceIDs) == 0 {
+		from = "span_keys k0 JOIN span_blocks b ON b.id = k0.block_id"
+		w = append(w, "k0.tenant_id = "+a.add(tenant), "k0.kind = "+a.add(keys[0].Kind), "k0.value = "+a.add(keys[0].Value))
+		if f.Since != 0 {
+			w = append(w, "k0.max_start >= "+a.add(f.Since))
+		}
+		startCol, idCol = "k0.max_start", "k0.block_id"
+		keys = keys[1:]
+	}
+	w = append(w, "b.tenant_id = "+a.add(tenant))
+	orderBy := startCol + order + ", " + idCol + order
+	if len(f.TraceIDs) > 0 {
+		// An expression keeps the planner from walking the time index
+		// for the order: a trace is found by its own index and sorted.
+		orderBy = startCol + " + 0" + order + ", " + idCol + order
+	}
+	for _, k := range keys {
+		w = append(w, "EXISTS (SELECT 1 FROM span_keys k WHERE k.tenant_id = "+a.add(tenant)+" AND k.block_id = b.id AND k.kind = "+
+			a.add(k.Kind)+" AND k.value = "+a.add(k.Value)+")")
+	}
+	if f.Namespaces != nil {
+		w = append(w, "b.namespace IN "+a.in(anySlice(f.Namespaces)))
+	}
+	if len(f.TraceIDs) > 0 {
+		ids := make([]any, len(f.TraceIDs))
+		for i := range f.TraceIDs {
+			ids[i] = f.TraceIDs[i][:]
+		}
+		w = append(w, "b.trace_id IN "+a.in(ids))
+	}
+	if f.Since != 0 {
+		w = append(w, "b.max_start >= "+a.add(f.Since))
+	}
+	if f.Until != 0 {
+		w = append(w, "b.min_start < "+a.add(f.Until))
+	}
+	if f.After != nil {
+		w = append(w, "b.min_start <= "+a.add(f.After.Start))
+	}
+	if cur != nil {
+		op := "<"
+		if f.Ascending {
+			op = ">"
+		}
+		w = append(w, "("+startCol+" "+op+" "+a.add(cur.Start)+" OR ("+startCol+" = "+a.add(cur.Start)+" AND "+idCol+" "+op+" "+a.add(cur.ID)+"))")
+	}
+	return "SELECT " + SpanBlockColumns + " FROM " + from + " WHERE " + strings.Join(w, " AND ") + " ORDER BY " + orderBy +
+		" LIMIT " + strconv.Itoa(n), a.args
 }
 
 // RollupColumns are the aggregate columns of span_rollups.
@@ -307,15 +345,6 @@ func (q TraceSQL) OCSFEventList(tenant string, f OCSFFilter) (string, []any) {
 		sql += " LIMIT " + strconv.Itoa(f.Limit)
 	}
 	return sql, a.args
-}
-
-// NullString is s, or nil when s is empty (the spans table stores absent
-// attributes as NULL).
-func NullString(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
 }
 
 func anySlice(ss []string) []any {

@@ -13,45 +13,6 @@ import (
 	"github.com/warden-dev/warden/app/listener"
 )
 
-// expireBatch is how many rows of each trace table one retention
-// transaction deletes at most, so that ingest waits for one short
-// transaction at most.
-const expireBatch = 1000
-
-// retention returns how long tenant keeps spans.
-func (s *Service) retention(tenant string) time.Duration {
-	if d, ok := s.cfg.TenantRetention[tenant]; ok {
-		return d
-	}
-	return s.cfg.Retention
-}
-
-// Expire deletes, for every tenant, the spans, rollups and OCSF events
-// older than the tenant's retention, expireBatch rows a transaction.
-// Replicas sharing a store may all run it: a row is deleted once, and a
-// batch deletes only rows nobody may read any more.
-func (s *Service) Expire(ctx context.Context) error {
-	tenants, err := s.st.TenantList(ctx)
-	if err != nil {
-		return fmt.Errorf("list tenants: %w", err)
-	}
-	var errs []error
-	for _, t := range tenants {
-		before := s.now().Add(-s.retention(t.ID))
-		for {
-			n, err := s.st.SpanExpire(ctx, t.ID, before, expireBatch)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("tenant %s: %w", t.ID, err))
-				break
-			}
-			if n < expireBatch {
-				break
-			}
-		}
-	}
-	return errors.Join(errs...)
-}
-
 // Listeners are the trace service's listeners; a nil one is not served.
 type Listeners struct {
 	// Query serves the query API and /metrics (8086).
@@ -64,8 +25,9 @@ type Listeners struct {
 	GRPCOptions []grpc.ServerOption
 }
 
-// Serve serves the listeners and runs retention until ctx ends or a
-// listener fails, then shuts them down and writes what is queued.
+// Serve serves the listeners until ctx ends or a listener fails, then
+// shuts them down and writes what is queued. Retention is the cluster's
+// retention job's (server.RetainTenant).
 func (s *Service) Serve(ctx context.Context, ls Listeners) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -101,7 +63,6 @@ func (s *Service) Serve(ctx context.Context, ls Listeners) error {
 		go func() { errc <- wrapServe("OTLP/gRPC", gs.Serve(ls.OTLPGRPC)) }()
 		defer gs.GracefulStop()
 	}
-	go s.retain(ctx)
 	var err error
 	select {
 	case <-ctx.Done():
@@ -115,20 +76,4 @@ func wrapServe(name string, err error) error {
 		return nil
 	}
 	return fmt.Errorf("%s: %w", name, err)
-}
-
-// retain runs Expire every RetentionEvery until ctx ends.
-func (s *Service) retain(ctx context.Context) {
-	t := time.NewTicker(s.cfg.RetentionEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := s.Expire(ctx); err != nil && ctx.Err() == nil {
-				s.log.Warn("expire spans", "err", err)
-			}
-		}
-	}
 }

@@ -3,8 +3,8 @@ package trace
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
@@ -53,12 +53,6 @@ type Config struct {
 	// Writers is the number of concurrent writers; default 1 (the embedded
 	// store has one writer connection; give Postgres more).
 	Writers int
-	// Retention is how long spans are kept; default 7 days.
-	Retention time.Duration
-	// TenantRetention overrides Retention per tenant.
-	TenantRetention map[string]time.Duration
-	// RetentionEvery is how often expired spans are deleted; default 1m.
-	RetentionEvery time.Duration
 	// RetryAfter is what a refused sender is told to wait; default 1s.
 	RetryAfter time.Duration
 }
@@ -84,12 +78,6 @@ func (c Config) WithDefaults() Config {
 	if c.Writers <= 0 {
 		c.Writers = 1
 	}
-	if c.Retention <= 0 {
-		c.Retention = 7 * 24 * time.Hour
-	}
-	if c.RetentionEvery <= 0 {
-		c.RetentionEvery = time.Minute
-	}
 	if c.RetryAfter <= 0 {
 		c.RetryAfter = time.Second
 	}
@@ -108,11 +96,6 @@ func (c Config) Validate() error {
 	case c.Authz == nil:
 		return errors.New("trace config: Authz is required")
 	}
-	for t, d := range c.TenantRetention {
-		if d <= 0 {
-			return fmt.Errorf("trace config: TenantRetention[%q] must be positive, got %s", t, d)
-		}
-	}
 	return nil
 }
 
@@ -125,6 +108,9 @@ type Service struct {
 	now     func() time.Time
 	writer  *Writer
 	metrics *Metrics
+	// codec encodes the blocks of an export before it is queued.
+	codec      *store.SpanCodec
+	closeCodec sync.Once
 }
 
 // New builds the service and starts its writers; Close stops them.
@@ -133,8 +119,12 @@ func New(cfg Config) (*Service, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	codec, err := store.NewSpanCodec()
+	if err != nil {
+		return nil, err
+	}
 	m := NewMetrics()
-	return &Service{cfg: cfg, st: cfg.Store, log: cfg.Logger, now: cfg.Now, metrics: m,
+	return &Service{cfg: cfg, st: cfg.Store, log: cfg.Logger, now: cfg.Now, metrics: m, codec: codec,
 		writer: NewWriter(cfg.Store, cfg.QueueSpans, cfg.BatchSpans, cfg.Writers, m, cfg.Logger)}, nil
 }
 
@@ -142,7 +132,10 @@ func New(cfg Config) (*Service, error) {
 func (s *Service) Metrics() *Metrics { return s.metrics }
 
 // Close writes the queued batches and stops the writers.
-func (s *Service) Close() { s.writer.Close() }
+func (s *Service) Close() {
+	s.writer.Close()
+	s.closeCodec.Do(s.codec.Close)
+}
 
 // NamespaceHeader names the namespace of an ingest request sent with a
 // tenant-wide credential; a credential scoped to one namespace may only
@@ -196,6 +189,10 @@ func (s *Service) export(ctx context.Context, transport string, p auth.Principal
 	c := convert(req, src, s.cfg.Limits)
 	total := int64(len(c.batch.Spans)) + c.rejected
 	if len(c.batch.Spans) > 0 {
+		// Encoded here, on the sender's goroutine, rather than by the
+		// store's single writer: the blocks of one export are the traces
+		// it carries.
+		c.batch.Blocks, c.batch.Spans = s.codec.EncodeBlocks(c.batch.Spans), nil
 		if err := s.writer.Submit(ctx, src.Tenant, &c.batch, true); err != nil {
 			err = s.writeError(err)
 			s.metrics.request(transport, codeOf(err), total, 0, "")

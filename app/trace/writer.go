@@ -29,7 +29,16 @@ type job struct {
 
 // size is what a job counts against the queue's capacity: its spans and
 // events, at least one.
-func size(b *store.SpanBatch) int { return max(1, len(b.Spans)+len(b.Events)) }
+func size(b *store.SpanBatch) int { return max(1, spanCount(b)+len(b.Events)) }
+
+// spanCount is the number of spans of b, encoded in blocks or not.
+func spanCount(b *store.SpanBatch) int {
+	n := len(b.Spans)
+	for i := range b.Blocks {
+		n += b.Blocks[i].Spans
+	}
+	return n
+}
 
 // Writer queues batches in memory, bounded by a number of spans, and
 // writes them in transactions of up to MaxBatch spans per tenant: many small
@@ -92,7 +101,7 @@ func (w *Writer) Submit(ctx context.Context, tenant string, b *store.SpanBatch, 
 		// An empty queue takes any batch, so one larger than the
 		// capacity is not refused for ever.
 		w.mu.Unlock()
-		w.metrics.refused.Add(int64(len(b.Spans)))
+		w.metrics.refused.Add(int64(spanCount(b)))
 		return ErrBusy
 	}
 	w.queued += j.n
@@ -216,6 +225,7 @@ func (w *Writer) write(jobs []*job) {
 	seen := map[int64]bool{}
 	for _, j := range jobs {
 		merged.Spans = append(merged.Spans, j.batch.Spans...)
+		merged.Blocks = append(merged.Blocks, j.batch.Blocks...)
 		merged.Events = append(merged.Events, j.batch.Events...)
 		for _, r := range j.batch.Resources {
 			if !seen[r.ID] {
@@ -286,9 +296,9 @@ func (w *Writer) store(tenant string, b *store.SpanBatch) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	err := w.st.SpanWrite(ctx, tenant, b)
-	w.metrics.observeWrite(time.Since(start), len(b.Spans), len(b.Events), err)
+	w.metrics.observeWrite(time.Since(start), spanCount(b), len(b.Events), err)
 	if err != nil {
-		w.log.Error("store spans", "tenant", tenant, "spans", len(b.Spans), "err", err)
+		w.log.Error("store spans", "tenant", tenant, "spans", spanCount(b), "err", err)
 		return fmt.Errorf("store spans: %w", err)
 	}
 	return nil

@@ -124,6 +124,8 @@ type Store struct {
 	stopListener  context.CancelFunc
 	listenerDone  chan struct{}
 	listenerReady chan struct{}
+	// spans compresses and decompresses span blocks.
+	spans *store.SpanCodec
 }
 
 var _ store.Store = (*Store)(nil)
@@ -158,7 +160,13 @@ func Open(ctx context.Context, ownerURL string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: connect as app role: %w", err)
 	}
+	codec, err := store.NewSpanCodec()
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
 	s := &Store{
+		spans:          codec,
 		pool:           pool,
 		syncer:         &syncer{pool: pool},
 		appURL:         appURL,
@@ -187,6 +195,7 @@ func (s *Store) Close() error {
 	s.notifier.Close()
 	s.configNotifier.Close()
 	s.pool.Close()
+	s.spans.Close()
 	return nil
 }
 

@@ -44,6 +44,24 @@ func TestPostgres(t *testing.T) {
 		t.Parallel()
 		testRowLevelSecurity(t, url, shared)
 	})
+	t.Run("LegacySpans", func(t *testing.T) {
+		t.Parallel()
+		ctx := context.Background()
+		owner, err := pgx.Connect(ctx, url)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = owner.Close(context.Background()) })
+		storetest.LegacySpans(t, shared, func(tenant string, sp store.Span) {
+			require.NoError(t, pgx.BeginFunc(ctx, owner, func(tx pgx.Tx) error {
+				if _, err := tx.Exec(ctx, `SELECT set_config('warden.tenant_id', $1, true)`, tenant); err != nil {
+					return err
+				}
+				_, err := tx.Exec(ctx, `INSERT INTO spans (tenant_id, `+store.SpanColumns+`)
+					VALUES ($1, $2, $3, $4, NULL, $5, $6, $7, $8, $9, $10, $11, NULL, NULL, NULL, NULL, NULL, $12, $13)`,
+					tenant, sp.Namespace, sp.TraceID[:], sp.SpanID[:], sp.Name, sp.Kind, sp.Start, sp.End, sp.Status, sp.Service, sp.Agent, sp.Resource, sp.Data)
+				return err
+			}))
+		})
+	})
 	t.Run("ListenAcrossReplicas", func(t *testing.T) {
 		t.Parallel()
 		testListenAcrossReplicas(t, url, shared)

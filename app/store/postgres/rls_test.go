@@ -77,6 +77,7 @@ func seedTenant(t *testing.T, s store.Store, tenant string) {
 		return tx.APIKeyInsert(ctx, store.APIKey{ID: "key-" + tenant, SecretHash: hex.EncodeToString(sum[:]), Namespace: "*", Role: "admin"})
 	}))
 	sp := storetest.NewSpan(storetest.NewTraceID(), [8]byte{}, "s", time.Unix(1_800_000_000, 0), time.Second)
+	sp.Agent = "seed-bot"
 	require.NoError(t, s.SpanWrite(context.Background(), tenant, &store.SpanBatch{Spans: []store.Span{sp},
 		Resources: []store.SpanResource{{ID: 1, Data: []byte("r")}},
 		Rollups:   []store.SpanRollup{{Namespace: "default", Tool: "t", Minute: 60, Calls: 1}},
@@ -206,6 +207,7 @@ func testRowLevelSecurity(t *testing.T, url string, s store.Store) {
 	a, b := storetest.NewTenant(), storetest.NewTenant()
 	seedTenant(t, s, a)
 	seedTenant(t, s, b)
+	seedLegacySpans(t, url, a, b)
 
 	appURL, err := postgres.AppURLFor(url)
 	require.NoError(t, err)
@@ -270,6 +272,8 @@ func testRowLevelSecurity(t *testing.T, url string, s store.Store) {
 		{"rag_postings", `INSERT INTO rag_postings (tenant_id, namespace, index_name, term, source, document, ordinal, tf) VALUES ($1, 'default', 'docs', 'evil', 's', 'd', 0, 1)`, `tf = tf`},
 		{"rag_terms", `INSERT INTO rag_terms (tenant_id, namespace, index_name, term, df) VALUES ($1, 'default', 'docs', 'evil', 1)`, `df = df`},
 		{"spans", `INSERT INTO spans (tenant_id, namespace, trace_id, span_id, name, kind, start_ns, end_ns, status, resource, data) VALUES ($1, 'default', '\x01', '\x01', 'evil', 1, 1, 1, 0, 1, '')`, `name = name`},
+		{"span_blocks", `INSERT INTO span_blocks (tenant_id, namespace, trace_id, min_start, max_start, spans, data) VALUES ($1, 'default', '\x01', 1, 1, 1, '')`, `spans = spans`},
+		{"span_keys", `INSERT INTO span_keys (tenant_id, block_id, kind, value, max_start) VALUES ($1, 1, 1, 'evil', 1)`, `value = value`},
 		{"span_resources", `INSERT INTO span_resources (tenant_id, id, data, last_seen) VALUES ($1, 99, '', 1)`, `data = data`},
 		{"span_rollups", `INSERT INTO span_rollups (tenant_id, width, minute, namespace, agent, tool, model, calls, errors, latency_sum, cost, tokens,
 			h0, h1, h2, h3, h4, h5, h6, h7, h8, h9, h10, h11, h12, h13, h14, h15, h16, h17, h18)
@@ -382,4 +386,23 @@ func countIn(t *testing.T, tx pgx.Tx, q string, args ...any) int {
 	var n int
 	require.NoError(t, tx.QueryRow(context.Background(), q, args...).Scan(&n))
 	return n
+}
+
+// seedLegacySpans stores a span of each tenant in the per-span table that
+// earlier versions wrote, as the owner.
+func seedLegacySpans(t *testing.T, url string, tenants ...string) {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer func() { _ = conn.Close(ctx) }()
+	for _, tenant := range tenants {
+		require.NoError(t, pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `SELECT set_config('warden.tenant_id', $1, true)`, tenant); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, `INSERT INTO spans (tenant_id, namespace, trace_id, span_id, name, kind, start_ns, end_ns, status, resource, data)
+				VALUES ($1, 'default', '\x02', '\x02', 'old', 1, 1, 1, 0, 1, '')`, tenant)
+			return err
+		}))
+	}
 }

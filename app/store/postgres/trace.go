@@ -14,11 +14,22 @@ import (
 // traceSQL writes Postgres's parameters.
 var traceSQL = store.TraceSQL{Placeholder: func(n int) string { return "$" + strconv.Itoa(n) }, Zero: "0::float8"}
 
-// qSpanInsert inserts a whole batch in one statement over arrays, one per
-// column (COPY is refused on tables under row-level security).
-const qSpanInsert = `INSERT INTO spans (tenant_id, ` + store.SpanColumns + `)
-	SELECT $1, * FROM unnest($2::text[], $3::bytea[], $4::bytea[], $5::bytea[], $6::text[], $7::smallint[], $8::bigint[], $9::bigint[],
-		$10::smallint[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::float8[], $17::bigint[], $18::bigint[], $19::bytea[])`
+// qBlockInsert inserts a batch's blocks and their keys in one statement
+// over arrays, one per column (COPY is refused on tables under row-level
+// security). The ids are drawn first, so that the keys can name their
+// block by its position in the arrays.
+const qBlockInsert = `WITH ids AS MATERIALIZED (
+		SELECT ord, nextval('span_blocks_id_seq') AS id FROM generate_series(1::bigint, cardinality($2::text[])) AS ord),
+	blocks AS (
+		INSERT INTO span_blocks (id, tenant_id, namespace, trace_id, min_start, max_start, spans, data)
+		SELECT ids.id, $1, u.namespace, u.trace_id, u.min_start, u.max_start, u.spans, u.data
+		FROM unnest($2::text[], $3::bytea[], $4::bigint[], $5::bigint[], $6::integer[], $7::bytea[])
+			WITH ORDINALITY AS u(namespace, trace_id, min_start, max_start, spans, data, ord)
+		JOIN ids USING (ord))
+	INSERT INTO span_keys (tenant_id, block_id, kind, value, max_start)
+	SELECT $1, ids.id, k.kind, k.value, k.max_start
+	FROM unnest($8::bigint[], $9::smallint[], $10::text[], $11::bigint[]) AS k(ord, kind, value, max_start)
+	JOIN ids USING (ord)`
 
 const (
 	qSpanResourceUpsert = `INSERT INTO span_resources (tenant_id, id, data, last_seen) VALUES ($1, $2, $3, $4)
@@ -57,35 +68,27 @@ var readOnly = pgx.TxOptions{AccessMode: pgx.ReadOnly}
 func (s *Store) SpanWrite(ctx context.Context, tenant string, b *store.SpanBatch) error {
 	return s.withTenant(ctx, tenant, pgx.TxOptions{}, func(tx pgx.Tx) error {
 		pb := &pgx.Batch{}
-		if n := len(b.Spans); n > 0 {
-			ns, names, services, agents, tools, models, execs := make([]string, n), make([]string, n), make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n)
-			traceIDs, spanIDs, parents, data := make([][]byte, n), make([][]byte, n), make([][]byte, n), make([][]byte, n)
-			kinds, statuses := make([]int16, n), make([]int16, n)
-			starts, ends, resources := make([]int64, n), make([]int64, n), make([]int64, n)
-			costs, tokens := make([]*float64, n), make([]*int64, n)
-			for i := range b.Spans {
-				sp := &b.Spans[i]
-				ns[i], names[i] = sp.Namespace, sp.Name
-				traceIDs[i], spanIDs[i], data[i] = sp.TraceID[:], sp.SpanID[:], sp.Data
-				if sp.ParentID != ([8]byte{}) {
-					parents[i] = sp.ParentID[:]
-				}
-				kinds[i], statuses[i] = int16(sp.Kind), int16(sp.Status)
-				starts[i], ends[i], resources[i] = sp.Start, sp.End, sp.Resource
-				services[i], agents[i], tools[i], models[i], execs[i] = nullable(sp.Service), nullable(sp.Agent), nullable(sp.Tool), nullable(sp.Model), nullable(sp.Execution)
-				if sp.Cost != 0 {
-					costs[i] = &sp.Cost
-				}
-				if sp.Tokens != 0 {
-					tokens[i] = &sp.Tokens
-				}
-			}
-			pb.Queue(qSpanInsert, tenant, ns, traceIDs, spanIDs, parents, names, kinds, starts, ends, statuses,
-				services, agents, tools, models, execs, costs, tokens, resources, data)
+		blocks := b.Blocks
+		if len(b.Spans) > 0 {
+			blocks = append(s.spans.EncodeBlocks(b.Spans), blocks...)
 		}
 		var lastSeen int64
-		for i := range b.Spans {
-			lastSeen = max(lastSeen, b.Spans[i].Start)
+		if n := len(blocks); n > 0 {
+			ns, traces, data := make([]string, n), make([][]byte, n), make([][]byte, n)
+			mins, maxs, counts := make([]int64, n), make([]int64, n), make([]int32, n)
+			var keyOrd, keyMax []int64
+			var keyKind []int16
+			var keyValue []string
+			for i := range blocks {
+				bl := &blocks[i]
+				ns[i], traces[i], data[i] = bl.Namespace, bl.TraceID[:], bl.Data
+				mins[i], maxs[i], counts[i] = bl.MinStart, bl.MaxStart, int32(bl.Spans)
+				lastSeen = max(lastSeen, bl.MaxStart)
+				for _, k := range bl.Keys {
+					keyOrd, keyKind, keyValue, keyMax = append(keyOrd, int64(i+1)), append(keyKind, int16(k.Kind)), append(keyValue, k.Value), append(keyMax, bl.MaxStart)
+				}
+			}
+			pb.Queue(qBlockInsert, tenant, ns, traces, mins, maxs, counts, data, keyOrd, keyKind, keyValue, keyMax)
 		}
 		for _, r := range b.Resources {
 			pb.Queue(qSpanResourceUpsert, tenant, r.ID, r.Data, lastSeen)
@@ -103,53 +106,79 @@ func (s *Store) SpanWrite(ctx context.Context, tenant string, b *store.SpanBatch
 	})
 }
 
-func nullable(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
-// SpanList returns the spans matching f.
+// SpanList returns the spans matching f: those of blocks and those of
+// the per-span table of earlier versions, read in one transaction.
 func (s *Store) SpanList(ctx context.Context, tenant string, f store.SpanFilter) ([]store.Span, error) {
 	var out []store.Span
 	err := s.withTenant(ctx, tenant, readOnly, func(tx pgx.Tx) error {
-		q, args := traceSQL.SpanList(tenant, f)
-		rows, err := tx.Query(ctx, q, args...)
+		rows, err := spanRows(ctx, tx, tenant, f)
+		if err != nil {
+			return err
+		}
+		blocks, err := store.ListBlockSpans(s.spans, f, func(cur *store.BlockCursor, n int) ([]store.StoredBlock, error) {
+			return blockPage(ctx, tx, tenant, f, cur, n)
+		})
 		if err != nil {
 			return fmt.Errorf("postgres: list spans: %w", err)
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var sp store.Span
-			var traceID, spanID, parentID []byte
-			var service, agent, tool, model, execution *string
-			var cost *float64
-			var tokens *int64
-			var kind, status int16
-			if err := rows.Scan(&sp.Namespace, &traceID, &spanID, &parentID, &sp.Name, &kind, &sp.Start, &sp.End, &status,
-				&service, &agent, &tool, &model, &execution, &cost, &tokens, &sp.Resource, &sp.Data); err != nil {
-				return fmt.Errorf("postgres: scan span: %w", err)
-			}
-			copy(sp.TraceID[:], traceID)
-			copy(sp.SpanID[:], spanID)
-			copy(sp.ParentID[:], parentID)
-			sp.Kind, sp.Status = int(kind), int(status)
-			sp.Service, sp.Agent, sp.Tool, sp.Model, sp.Execution = deref(service), deref(agent), deref(tool), deref(model), deref(execution)
-			if cost != nil {
-				sp.Cost = *cost
-			}
-			if tokens != nil {
-				sp.Tokens = *tokens
-			}
-			out = append(out, sp)
-		}
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("postgres: list spans: %w", err)
-		}
+		out = store.MergeSpans(f, rows, blocks)
 		return nil
 	})
 	return out, err
+}
+
+// blockPage reads one page of blocks (store.BlockPage).
+func blockPage(ctx context.Context, tx pgx.Tx, tenant string, f store.SpanFilter, cur *store.BlockCursor, n int) ([]store.StoredBlock, error) {
+	q, args := traceSQL.SpanBlockList(tenant, f, cur, n)
+	rows, err := tx.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list span blocks: %w", err)
+	}
+	defer rows.Close()
+	out, err := store.ScanBlocks(rows)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	return out, nil
+}
+
+// spanRows returns the spans matching f of the per-span table.
+func spanRows(ctx context.Context, tx pgx.Tx, tenant string, f store.SpanFilter) ([]store.Span, error) {
+	q, args := traceSQL.SpanList(tenant, f)
+	rows, err := tx.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list spans: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Span
+	for rows.Next() {
+		var sp store.Span
+		var traceID, spanID, parentID []byte
+		var service, agent, tool, model, execution *string
+		var cost *float64
+		var tokens *int64
+		var kind, status int16
+		if err := rows.Scan(&sp.Namespace, &traceID, &spanID, &parentID, &sp.Name, &kind, &sp.Start, &sp.End, &status,
+			&service, &agent, &tool, &model, &execution, &cost, &tokens, &sp.Resource, &sp.Data); err != nil {
+			return nil, fmt.Errorf("postgres: scan span: %w", err)
+		}
+		copy(sp.TraceID[:], traceID)
+		copy(sp.SpanID[:], spanID)
+		copy(sp.ParentID[:], parentID)
+		sp.Kind, sp.Status = int(kind), int(status)
+		sp.Service, sp.Agent, sp.Tool, sp.Model, sp.Execution = deref(service), deref(agent), deref(tool), deref(model), deref(execution)
+		if cost != nil {
+			sp.Cost = *cost
+		}
+		if tokens != nil {
+			sp.Tokens = *tokens
+		}
+		out = append(out, sp)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: list spans: %w", err)
+	}
+	return out, nil
 }
 
 func deref(s *string) string {
@@ -183,33 +212,14 @@ func (s *Store) SpanResourceGet(ctx context.Context, tenant string, ids []int64)
 
 // TraceSummaryList summarizes the given traces.
 func (s *Store) TraceSummaryList(ctx context.Context, tenant string, namespaces []string, ids [][16]byte) ([]store.TraceSummary, error) {
-	var out []store.TraceSummary
 	if len(ids) == 0 {
 		return nil, store.CheckTenant(tenant)
 	}
-	err := s.withTenant(ctx, tenant, readOnly, func(tx pgx.Tx) error {
-		q, args := traceSQL.TraceSummaryList(tenant, namespaces, ids)
-		rows, err := tx.Query(ctx, q, args...)
-		if err != nil {
-			return fmt.Errorf("postgres: summarize traces: %w", err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var t store.TraceSummary
-			var id []byte
-			var n, e int64
-			var root, service string
-			if err := rows.Scan(&id, &n, &e, &t.Start, &t.End, &root, &service); err != nil {
-				return fmt.Errorf("postgres: scan trace summary: %w", err)
-			}
-			copy(t.TraceID[:], id)
-			t.Spans, t.Errors = int(n), int(e)
-			t.Root, t.Service = store.SplitRootName(root), store.SplitRootName(service)
-			out = append(out, t)
-		}
-		return rows.Err()
-	})
-	return out, err
+	spans, err := s.SpanList(ctx, tenant, store.SpanFilter{Namespaces: namespaces, TraceIDs: ids, Status: -1, Ascending: true})
+	if err != nil {
+		return nil, err
+	}
+	return store.SummarizeTraces(spans), nil
 }
 
 // SpanRollupList returns the rollups matching f, summed per group.
@@ -278,25 +288,45 @@ func (s *Store) OCSFEventList(ctx context.Context, tenant string, f store.OCSFFi
 }
 
 // SpanExpire deletes at most limit rows of each trace table older than
-// before, oldest first, in one transaction.
-func (s *Store) SpanExpire(ctx context.Context, tenant string, before time.Time, limit int) (int, error) {
+// its cut-off, oldest first, in one transaction.
+func (s *Store) SpanExpire(ctx context.Context, tenant string, cut store.TraceCutoffs, limit int) (int, error) {
 	total := 0
 	err := s.withTenant(ctx, tenant, pgx.TxOptions{}, func(tx pgx.Tx) error {
-		ns := before.UnixNano()
+		ns := cut.Spans.UnixNano()
 		for _, q := range []struct {
 			sql string
 			arg any
+			cut time.Time
+			// count: the statement returns the count of rows deleted.
+			count bool
 		}{
-			{`DELETE FROM spans WHERE ctid = ANY(ARRAY(SELECT ctid FROM spans WHERE tenant_id = $1 AND start_ns < $2 ORDER BY start_ns LIMIT $3))`, ns},
-			{`DELETE FROM span_rollups WHERE ctid = ANY(ARRAY(SELECT ctid FROM span_rollups WHERE tenant_id = $1 AND minute < $2 ORDER BY minute LIMIT $3))`, before.Unix() / 60 * 60},
-			{`DELETE FROM span_resources WHERE ctid = ANY(ARRAY(SELECT ctid FROM span_resources WHERE tenant_id = $1 AND last_seen < $2 LIMIT $3))`, ns},
-			{`DELETE FROM ocsf_events WHERE ctid = ANY(ARRAY(SELECT ctid FROM ocsf_events WHERE tenant_id = $1 AND time_ms < $2 ORDER BY time_ms LIMIT $3))`, before.UnixMilli()},
+			// The blocks and, in the same statement, their keys.
+			{`WITH gone AS (DELETE FROM span_blocks WHERE id = ANY(ARRAY(SELECT id FROM span_blocks WHERE tenant_id = $1 AND max_start < $2 ORDER BY max_start LIMIT $3))
+				RETURNING id), keys AS (DELETE FROM span_keys WHERE tenant_id = $1 AND block_id IN (SELECT id FROM gone))
+				SELECT count(*) FROM gone`, ns, cut.Spans, true},
+			{`DELETE FROM spans WHERE ctid = ANY(ARRAY(SELECT ctid FROM spans WHERE tenant_id = $1 AND start_ns < $2 ORDER BY start_ns LIMIT $3))`, ns, cut.Spans, false},
+			{`DELETE FROM span_resources WHERE ctid = ANY(ARRAY(SELECT ctid FROM span_resources WHERE tenant_id = $1 AND last_seen < $2 LIMIT $3))`, ns, cut.Spans, false},
+			{`DELETE FROM span_rollups WHERE ctid = ANY(ARRAY(SELECT ctid FROM span_rollups WHERE tenant_id = $1 AND minute < $2 ORDER BY minute LIMIT $3))`,
+				cut.Metrics.Unix() / 60 * 60, cut.Metrics, false},
+			{`DELETE FROM ocsf_events WHERE ctid = ANY(ARRAY(SELECT ctid FROM ocsf_events WHERE tenant_id = $1 AND time_ms < $2 ORDER BY time_ms LIMIT $3))`,
+				cut.OCSFEvents.UnixMilli(), cut.OCSFEvents, false},
 		} {
-			tag, err := tx.Exec(ctx, q.sql, tenant, q.arg, limit)
-			if err != nil {
-				return fmt.Errorf("postgres: expire spans: %w", err)
+			if q.cut.IsZero() {
+				continue
 			}
-			total = max(total, int(tag.RowsAffected()))
+			var n int64
+			if q.count {
+				if err := tx.QueryRow(ctx, q.sql, tenant, q.arg, limit).Scan(&n); err != nil {
+					return fmt.Errorf("postgres: expire span blocks: %w", err)
+				}
+			} else {
+				tag, err := tx.Exec(ctx, q.sql, tenant, q.arg, limit)
+				if err != nil {
+					return fmt.Errorf("postgres: expire spans: %w", err)
+				}
+				n = tag.RowsAffected()
+			}
+			total = max(total, int(n))
 		}
 		return nil
 	})

@@ -76,6 +76,8 @@ type Store struct {
 	stopCkpt chan struct{}
 	stopOnce sync.Once
 	ckptDone chan struct{}
+	// spans compresses and decompresses span blocks.
+	spans *store.SpanCodec
 }
 
 var _ store.Store = (*Store)(nil)
@@ -113,7 +115,7 @@ func open(ctx context.Context, path string, opts Options, ckpt ckptConfig) (*Sto
 		return nil, fmt.Errorf("sqlite: create %s: %w", path, err)
 	}
 	common := "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)"
-	writer, err := sql.Open("sqlite", "file:"+path+"?"+common+"&_pragma=journal_mode(WAL)&_pragma=wal_autocheckpoint(0)&_pragma=journal_size_limit("+strconv.Itoa(walSizeLimit)+")&_txlock=immediate")
+	writer, err := sql.Open("sqlite", "file:"+path+"?"+common+"&_pragma=temp_store(MEMORY)&_pragma=journal_mode(WAL)&_pragma=wal_autocheckpoint(0)&_pragma=journal_size_limit("+strconv.Itoa(walSizeLimit)+")&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
@@ -122,7 +124,12 @@ func open(ctx context.Context, path string, opts Options, ckpt ckptConfig) (*Sto
 	writer.SetMaxIdleConns(1)
 	writer.SetConnMaxLifetime(0)
 	writer.SetConnMaxIdleTime(0)
-	s := &Store{writer: writer, notifier: store.NewNotifier(), configNotifier: store.NewNotifier(), now: opts.Now, log: opts.Logger}
+	codec, err := store.NewSpanCodec()
+	if err != nil {
+		_ = writer.Close()
+		return nil, err
+	}
+	s := &Store{writer: writer, notifier: store.NewNotifier(), configNotifier: store.NewNotifier(), now: opts.Now, log: opts.Logger, spans: codec}
 	if err := s.migrate(ctx); err != nil {
 		_ = writer.Close()
 		return nil, err
@@ -399,6 +406,7 @@ func (s *Store) Close() error {
 		s.log.Warn("sqlite: final checkpoint", "err", err)
 	}
 	errs = append(errs, s.checkpointer.Close(), s.reader.Close(), s.writer.Close())
+	s.spans.Close()
 	if s.walFile != nil {
 		errs = append(errs, s.walFile.Close())
 	}

@@ -165,3 +165,21 @@ func TestMigrationRowidObjects(t *testing.T) {
 	})
 	require.ErrorIs(t, err, store.ErrAlreadyExists)
 }
+
+// TestLegacySpans reads spans that earlier versions stored a row each.
+func TestLegacySpans(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "warden.db")
+	s, err := sqlite.Open(ctx, path, sqlite.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	storetest.LegacySpans(t, s, func(tenant string, sp store.Span) {
+		_, err := db.ExecContext(ctx, `INSERT INTO spans (tenant_id, `+store.SpanColumns+`) VALUES (?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL, NULL, NULL, ?, ?)`,
+			tenant, sp.Namespace, sp.TraceID[:], sp.SpanID[:], sp.Name, sp.Kind, sp.Start, sp.End, sp.Status, sp.Service, sp.Agent, sp.Resource, sp.Data)
+		require.NoError(t, err)
+	})
+}

@@ -13,16 +13,18 @@ import (
 // traceSQL writes SQLite's parameters.
 var traceSQL = store.TraceSQL{Placeholder: func(int) string { return "?" }, Zero: "0"}
 
-// spanInsertRows is how many spans one INSERT statement carries: fewer
-// statements are most of the cost saved, and 64 × 18 parameters stay far
-// below SQLite's limit.
-const spanInsertRows = 64
+// Rows of one multi-row INSERT: fewer statements are most of the cost
+// saved, and the parameters stay far below SQLite's limit.
+const (
+	blockInsertRows = 64
+	keyInsertRows   = 128
+)
 
-// spanInsert returns the INSERT of n spans.
-func spanInsert(n int) string {
-	row := "(?" + strings.Repeat(", ?", store.SpanColumnCount) + ")"
+// multiInsert returns an INSERT of n rows of cols columns.
+func multiInsert(table, cols string, ncols, n int) string {
+	row := "(?" + strings.Repeat(", ?", ncols-1) + ")"
 	var b strings.Builder
-	b.WriteString("INSERT INTO spans (tenant_id, " + store.SpanColumns + ") VALUES ")
+	b.WriteString("INSERT INTO " + table + " (" + cols + ") VALUES ")
 	for i := range n {
 		if i > 0 {
 			b.WriteString(", ")
@@ -32,7 +34,15 @@ func spanInsert(n int) string {
 	return b.String()
 }
 
-var qSpanInsertFull = spanInsert(spanInsertRows)
+const (
+	blockCols = "id, tenant_id, namespace, trace_id, min_start, max_start, spans, data"
+	keyCols   = "tenant_id, block_id, kind, value, max_start"
+)
+
+var (
+	qBlockInsertFull = multiInsert("span_blocks", blockCols, 8, blockInsertRows)
+	qKeyInsertFull   = multiInsert("span_keys", keyCols, 5, keyInsertRows)
+)
 
 const (
 	qSpanResourceUpsert = `INSERT INTO span_resources (tenant_id, id, data, last_seen) VALUES (?, ?, ?, ?)
@@ -53,7 +63,7 @@ func (s *Store) SpanWrite(ctx context.Context, tenant string, b *store.SpanBatch
 		return fmt.Errorf("sqlite: begin span write: %w", err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	if err := writeSpans(ctx, tx, tenant, b); err != nil {
+	if err := s.writeSpans(ctx, tx, tenant, b); err != nil {
 		return fmt.Errorf("sqlite: span write: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -63,36 +73,19 @@ func (s *Store) SpanWrite(ctx context.Context, tenant string, b *store.SpanBatch
 	return nil
 }
 
-func writeSpans(ctx context.Context, tx *sql.Tx, tenant string, b *store.SpanBatch) error {
-	args := make([]any, 0, spanInsertRows*(store.SpanColumnCount+1))
-	var full *sql.Stmt
-	spans := b.Spans
-	for len(spans) > 0 {
-		n := min(len(spans), spanInsertRows)
-		args = args[:0]
-		for i := range spans[:n] {
-			args = appendSpanArgs(args, tenant, &spans[i])
+func (s *Store) writeSpans(ctx context.Context, tx *sql.Tx, tenant string, b *store.SpanBatch) error {
+	blocks := b.Blocks
+	if len(b.Spans) > 0 {
+		blocks = append(s.spans.EncodeBlocks(b.Spans), blocks...)
+	}
+	if len(blocks) > 0 {
+		if err := s.writeBlocks(ctx, tx, tenant, blocks); err != nil {
+			return err
 		}
-		var err error
-		if n == spanInsertRows {
-			if full == nil {
-				if full, err = tx.PrepareContext(ctx, qSpanInsertFull); err != nil {
-					return err
-				}
-				defer full.Close()
-			}
-			_, err = full.ExecContext(ctx, args...)
-		} else {
-			_, err = tx.ExecContext(ctx, spanInsert(n), args...)
-		}
-		if err != nil {
-			return fmt.Errorf("insert spans: %w", err)
-		}
-		spans = spans[n:]
 	}
 	var lastSeen int64
-	for i := range b.Spans {
-		lastSeen = max(lastSeen, b.Spans[i].Start)
+	for i := range blocks {
+		lastSeen = max(lastSeen, blocks[i].MaxStart)
 	}
 	for _, r := range b.Resources {
 		if _, err := tx.ExecContext(ctx, qSpanResourceUpsert, tenant, r.ID, r.Data, lastSeen); err != nil {
@@ -121,28 +114,103 @@ func writeSpans(ctx context.Context, tx *sql.Tx, tenant string, b *store.SpanBat
 	return nil
 }
 
-func appendSpanArgs(args []any, tenant string, sp *store.Span) []any {
-	var parent any
-	if sp.ParentID != ([8]byte{}) {
-		parent = sp.ParentID[:]
+// writeBlocks inserts blocks and their keys. The ids follow the largest
+// stored one: the writer connection is the only one that inserts.
+func (s *Store) writeBlocks(ctx context.Context, tx *sql.Tx, tenant string, blocks []store.EncodedBlock) error {
+	// The full INSERTs were prepared at Open: parsing one costs more than
+	// running it.
+	fullBlocks, fullKeys := tx.StmtContext(ctx, s.stmts[qBlockInsertFull]), tx.StmtContext(ctx, s.stmts[qKeyInsertFull])
+	defer fullBlocks.Close()
+	defer fullKeys.Close()
+	var last int64
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM span_blocks`).Scan(&last); err != nil {
+		return fmt.Errorf("read the last span block id: %w", err)
 	}
-	var cost, tokens any
-	if sp.Cost != 0 {
-		cost = sp.Cost
+	args := make([]any, 0, blockInsertRows*8)
+	for start := 0; start < len(blocks); start += blockInsertRows {
+		part := blocks[start:min(start+blockInsertRows, len(blocks))]
+		args = args[:0]
+		for i := range part {
+			bl := &part[i]
+			args = append(args, last+int64(start+i)+1, tenant, bl.Namespace, bl.TraceID[:], bl.MinStart, bl.MaxStart, bl.Spans, bl.Data)
+		}
+		if err := execRows(ctx, tx, fullBlocks, "span_blocks", blockCols, 8, len(part), blockInsertRows, args); err != nil {
+			return fmt.Errorf("insert span blocks: %w", err)
+		}
 	}
-	if sp.Tokens != 0 {
-		tokens = sp.Tokens
+	args = make([]any, 0, keyInsertRows*5)
+	n := 0
+	flush := func() error {
+		if n == 0 {
+			return nil
+		}
+		err := execRows(ctx, tx, fullKeys, "span_keys", keyCols, 5, n, keyInsertRows, args)
+		args, n = args[:0], 0
+		if err != nil {
+			return fmt.Errorf("insert span keys: %w", err)
+		}
+		return nil
 	}
-	return append(args, tenant, sp.Namespace, sp.TraceID[:], sp.SpanID[:], parent, sp.Name, sp.Kind, sp.Start, sp.End, sp.Status,
-		store.NullString(sp.Service), store.NullString(sp.Agent), store.NullString(sp.Tool), store.NullString(sp.Model),
-		store.NullString(sp.Execution), cost, tokens, sp.Resource, sp.Data)
+	for i := range blocks {
+		for _, k := range blocks[i].Keys {
+			args = append(args, tenant, last+int64(i)+1, k.Kind, k.Value, blocks[i].MaxStart)
+			if n++; n == keyInsertRows {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return flush()
 }
 
-// SpanList returns the spans matching f.
+// execRows runs a multi-row INSERT of n rows: full, prepared, when n is
+// the full count.
+func execRows(ctx context.Context, tx *sql.Tx, full *sql.Stmt, table, cols string, ncols, n, fullRows int, args []any) error {
+	if n == fullRows {
+		_, err := full.ExecContext(ctx, args...)
+		return err
+	}
+	_, err := tx.ExecContext(ctx, multiInsert(table, cols, ncols, n), args...)
+	return err
+}
+
+// SpanList returns the spans matching f: those of blocks and those of
+// the per-span table of earlier versions.
 func (s *Store) SpanList(ctx context.Context, tenant string, f store.SpanFilter) ([]store.Span, error) {
 	if err := store.CheckTenant(tenant); err != nil {
 		return nil, err
 	}
+	rows, err := s.spanRows(ctx, tenant, f)
+	if err != nil {
+		return nil, err
+	}
+	blocks, err := store.ListBlockSpans(s.spans, f, func(cur *store.BlockCursor, n int) ([]store.StoredBlock, error) {
+		return s.blockPage(ctx, tenant, f, cur, n)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list spans: %w", err)
+	}
+	return store.MergeSpans(f, rows, blocks), nil
+}
+
+// blockPage reads one page of blocks (store.BlockPage).
+func (s *Store) blockPage(ctx context.Context, tenant string, f store.SpanFilter, cur *store.BlockCursor, n int) ([]store.StoredBlock, error) {
+	q, args := traceSQL.SpanBlockList(tenant, f, cur, n)
+	rows, err := s.reader.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list span blocks: %w", err)
+	}
+	defer rows.Close()
+	out, err := store.ScanBlocks(rows)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	return out, nil
+}
+
+// spanRows returns the spans matching f of the per-span table.
+func (s *Store) spanRows(ctx context.Context, tenant string, f store.SpanFilter) ([]store.Span, error) {
 	q, args := traceSQL.SpanList(tenant, f)
 	rows, err := s.reader.QueryContext(ctx, q, args...)
 	if err != nil {
@@ -205,31 +273,14 @@ func (s *Store) SpanResourceGet(ctx context.Context, tenant string, ids []int64)
 
 // TraceSummaryList summarizes the given traces.
 func (s *Store) TraceSummaryList(ctx context.Context, tenant string, namespaces []string, ids [][16]byte) ([]store.TraceSummary, error) {
-	if err := store.CheckTenant(tenant); err != nil {
+	if len(ids) == 0 {
+		return nil, store.CheckTenant(tenant)
+	}
+	spans, err := s.SpanList(ctx, tenant, store.SpanFilter{Namespaces: namespaces, TraceIDs: ids, Status: -1, Ascending: true})
+	if err != nil {
 		return nil, err
 	}
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	q, args := traceSQL.TraceSummaryList(tenant, namespaces, ids)
-	rows, err := s.reader.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: summarize traces: %w", err)
-	}
-	defer rows.Close()
-	var out []store.TraceSummary
-	for rows.Next() {
-		var t store.TraceSummary
-		var id []byte
-		var root, service string
-		if err := rows.Scan(&id, &t.Spans, &t.Errors, &t.Start, &t.End, &root, &service); err != nil {
-			return nil, fmt.Errorf("sqlite: scan trace summary: %w", err)
-		}
-		copy(t.TraceID[:], id)
-		t.Root, t.Service = store.SplitRootName(root), store.SplitRootName(service)
-		out = append(out, t)
-	}
-	return out, rows.Err()
+	return store.SummarizeTraces(spans), nil
 }
 
 // SpanRollupList returns the rollups matching f, summed per group.
@@ -294,8 +345,8 @@ func (s *Store) OCSFEventList(ctx context.Context, tenant string, f store.OCSFFi
 }
 
 // SpanExpire deletes at most limit rows of each trace table older than
-// before, oldest first, in one transaction.
-func (s *Store) SpanExpire(ctx context.Context, tenant string, before time.Time, limit int) (int, error) {
+// its cut-off, oldest first, in one transaction.
+func (s *Store) SpanExpire(ctx context.Context, tenant string, cut store.TraceCutoffs, limit int) (int, error) {
 	if err := store.CheckTenant(tenant); err != nil {
 		return 0, err
 	}
@@ -304,24 +355,39 @@ func (s *Store) SpanExpire(ctx context.Context, tenant string, before time.Time,
 		return 0, fmt.Errorf("sqlite: begin span expiry: %w", err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	ns := before.UnixNano()
+	const dueBlocks = `SELECT id FROM span_blocks WHERE tenant_id = ? AND max_start < ? ORDER BY max_start LIMIT ?`
 	total := 0
 	for _, q := range []struct {
-		sql string
-		arg any
+		sql  string
+		args []any
+		// cut is the statement's cut-off; zero skips it.
+		cut time.Time
+		// counted: the statement's rows count towards the result.
+		counted bool
 	}{
-		{`DELETE FROM spans WHERE rowid IN (SELECT rowid FROM spans WHERE tenant_id = ? AND start_ns < ? ORDER BY start_ns LIMIT ?)`, ns},
+		// The keys first, of the blocks the next statement deletes.
+		{`DELETE FROM span_keys WHERE tenant_id = ? AND block_id IN (` + dueBlocks + `)`, []any{tenant, tenant, cut.Spans.UnixNano(), limit}, cut.Spans, false},
+		{`DELETE FROM span_blocks WHERE id IN (` + dueBlocks + `)`, []any{tenant, cut.Spans.UnixNano(), limit}, cut.Spans, true},
+		{`DELETE FROM spans WHERE rowid IN (SELECT rowid FROM spans WHERE tenant_id = ? AND start_ns < ? ORDER BY start_ns LIMIT ?)`,
+			[]any{tenant, cut.Spans.UnixNano(), limit}, cut.Spans, true},
+		{`DELETE FROM span_resources WHERE (tenant_id, id) IN (SELECT tenant_id, id FROM span_resources WHERE tenant_id = ? AND last_seen < ? LIMIT ?)`,
+			[]any{tenant, cut.Spans.UnixNano(), limit}, cut.Spans, true},
 		{`DELETE FROM span_rollups WHERE (tenant_id, width, minute, namespace, agent, tool, model) IN (SELECT tenant_id, width, minute, namespace, agent, tool, model
-			FROM span_rollups WHERE tenant_id = ? AND minute < ? ORDER BY minute LIMIT ?)`, before.Unix() / 60 * 60},
-		{`DELETE FROM span_resources WHERE (tenant_id, id) IN (SELECT tenant_id, id FROM span_resources WHERE tenant_id = ? AND last_seen < ? LIMIT ?)`, ns},
-		{`DELETE FROM ocsf_events WHERE id IN (SELECT id FROM ocsf_events WHERE tenant_id = ? AND time_ms < ? ORDER BY time_ms LIMIT ?)`, before.UnixMilli()},
+			FROM span_rollups WHERE tenant_id = ? AND minute < ? ORDER BY minute LIMIT ?)`, []any{tenant, cut.Metrics.Unix() / 60 * 60, limit}, cut.Metrics, true},
+		{`DELETE FROM ocsf_events WHERE id IN (SELECT id FROM ocsf_events WHERE tenant_id = ? AND time_ms < ? ORDER BY time_ms LIMIT ?)`,
+			[]any{tenant, cut.OCSFEvents.UnixMilli(), limit}, cut.OCSFEvents, true},
 	} {
-		res, err := tx.ExecContext(ctx, q.sql, tenant, q.arg, limit)
+		if q.cut.IsZero() {
+			continue
+		}
+		res, err := tx.ExecContext(ctx, q.sql, q.args...)
 		if err != nil {
 			return 0, fmt.Errorf("sqlite: expire spans: %w", err)
 		}
-		n, _ := res.RowsAffected()
-		total = max(total, int(n))
+		if q.counted {
+			n, _ := res.RowsAffected()
+			total = max(total, int(n))
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return 0, fmt.Errorf("sqlite: commit span expiry: %w", err)

@@ -33,7 +33,7 @@ func preparedQueries() []string {
 	return []string{qGetObject, qInsertChange, qInsertResource, qUpdateResource, qDeleteResource, qInsertEvent, qInsertAudit,
 		qEnsureState, qGetState, qSaveState,
 		qIdempotencyClaim, qIdempotencyHolder, qIdempotencyRelease, qUsageCharge, qUsageTakeBack, qUsageGet, qUpdateResourceAt,
-		qInsertRouteDecision}
+		qInsertRouteDecision, qBlockInsertFull, qKeyInsertFull}
 }
 
 // querier is what *sql.Tx and stmtQuerier offer.

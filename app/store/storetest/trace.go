@@ -22,6 +22,9 @@ var traceTests = []struct {
 	{"SpanRollupsHours", testSpanRollupsHours},
 	{"SpanIsolation", testSpanIsolation},
 	{"SpanExpire", testSpanExpire},
+	{"SpanExpireEach", testSpanExpireEach},
+	{"SpanBlocksPaged", testSpanBlocksPaged},
+	{"SpanBlocksLarge", testSpanBlocksLarge},
 	{"OCSFEvents", testOCSFEvents},
 }
 
@@ -203,7 +206,8 @@ func testSpanIsolation(t *testing.T, s store.Store) {
 	evs, err := s.OCSFEventList(ctx, b, store.OCSFFilter{})
 	require.NoError(t, err)
 	require.Empty(t, evs)
-	n, err := s.SpanExpire(ctx, b, time.Unix(1_900_000_000, 0), 100)
+	far := time.Unix(1_900_000_000, 0)
+	n, err := s.SpanExpire(ctx, b, store.TraceCutoffs{Spans: far, Metrics: far, OCSFEvents: far}, 100)
 	require.NoError(t, err)
 	require.Zero(t, n)
 	got, err = s.SpanList(ctx, a, store.SpanFilter{TraceIDs: [][16]byte{trace}, Status: -1})
@@ -225,7 +229,7 @@ func testSpanExpire(t *testing.T, s store.Store) {
 	cut := base.Add(20 * time.Minute)
 	total := 0
 	for {
-		n, err := s.SpanExpire(ctx, tenant, cut, 7)
+		n, err := s.SpanExpire(ctx, tenant, store.TraceCutoffs{Spans: cut, Metrics: cut, OCSFEvents: cut}, 7)
 		require.NoError(t, err)
 		require.LessOrEqual(t, n, 7)
 		total += n
@@ -296,4 +300,167 @@ func testSpanRollupsHours(t *testing.T, s store.Store) {
 	require.Len(t, got, 1)
 	require.Equal(t, int64(60), got[0].Calls)
 	require.Equal(t, int64(60), got[0].Errors)
+}
+
+// testSpanExpireEach applies each cut-off to its own table only.
+func testSpanExpireEach(t *testing.T, s store.Store) {
+	ctx, tenant := context.Background(), NewTenant()
+	base := time.Unix(1_800_000_000, 0)
+	sp := NewSpan(NewTraceID(), [8]byte{}, "s", base, time.Millisecond)
+	require.NoError(t, s.SpanWrite(ctx, tenant, &store.SpanBatch{Spans: []store.Span{sp},
+		Rollups: []store.SpanRollup{{Namespace: "default", Tool: "t", Minute: base.Unix() / 60 * 60, Calls: 1}},
+		Events:  []store.OCSFEvent{{Namespace: "default", Time: base.UnixMilli(), ClassUID: 6003, Data: []byte("{}")}}}))
+	later := base.Add(time.Hour)
+	counts := func() (spans, rollups, events int) {
+		got, err := s.SpanList(ctx, tenant, store.SpanFilter{Status: -1})
+		require.NoError(t, err)
+		rs, err := s.SpanRollupList(ctx, tenant, store.RollupFilter{Since: 0, Until: later.Unix()})
+		require.NoError(t, err)
+		evs, err := s.OCSFEventList(ctx, tenant, store.OCSFFilter{})
+		require.NoError(t, err)
+		return len(got), len(rs), len(evs)
+	}
+	_, err := s.SpanExpire(ctx, tenant, store.TraceCutoffs{Metrics: later}, 100)
+	require.NoError(t, err)
+	sp1, r1, e1 := counts()
+	require.Equal(t, []int{1, 0, 1}, []int{sp1, r1, e1}, "only the rollups went")
+	_, err = s.SpanExpire(ctx, tenant, store.TraceCutoffs{OCSFEvents: later}, 100)
+	require.NoError(t, err)
+	sp1, r1, e1 = counts()
+	require.Equal(t, []int{1, 0, 0}, []int{sp1, r1, e1}, "then the events")
+	_, err = s.SpanExpire(ctx, tenant, store.TraceCutoffs{Spans: base}, 100)
+	require.NoError(t, err)
+	sp1, _, _ = counts()
+	require.Equal(t, 1, sp1, "a span that started at the cut-off stays")
+	_, err = s.SpanExpire(ctx, tenant, store.TraceCutoffs{Spans: later}, 100)
+	require.NoError(t, err)
+	sp1, _, _ = counts()
+	require.Zero(t, sp1)
+}
+
+// testSpanBlocksPaged lists spans spread over more blocks than one page
+// of the block query reads, with and without index filters, and checks
+// every page against the spans written.
+func testSpanBlocksPaged(t *testing.T, s store.Store) {
+	ctx, tenant := context.Background(), NewTenant()
+	base := time.Unix(1_800_000_000, 0)
+	var all []store.Span
+	// 300 traces of 3 spans in 3 writes: 900 spans in 300 blocks, the
+	// traces of a write overlapping in time.
+	for w := range 3 {
+		var batch []store.Span
+		for tr := range 100 {
+			trace := NewTraceID()
+			for i := range 3 {
+				at := base.Add(time.Duration(w*100+tr)*time.Second + time.Duration((i*37+tr)%90)*time.Second)
+				sp := NewSpan(trace, [8]byte{}, "call", at, time.Millisecond)
+				sp.Agent = []string{"a", "b", "c"}[(tr+i)%3]
+				sp.Tool = []string{"x.get", "y.put"}[i%2]
+				batch = append(batch, sp)
+			}
+		}
+		require.NoError(t, s.SpanWrite(ctx, tenant, &store.SpanBatch{Spans: batch}))
+		all = append(all, batch...)
+	}
+	for _, tc := range []struct {
+		name string
+		f    store.SpanFilter
+	}{
+		{"all", store.SpanFilter{Status: -1}},
+		{"agent", store.SpanFilter{Agent: "b", Status: -1}},
+		{"agent and tool", store.SpanFilter{Agent: "a", Tool: "y.put", Status: -1}},
+		{"since", store.SpanFilter{Since: base.Add(150 * time.Second).UnixNano(), Status: -1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var want []store.Span
+			for i := range all {
+				if tc.f.Match(&all[i]) {
+					want = append(want, all[i])
+				}
+			}
+			tc.f.SortSpans(want)
+			// Page through 40 at a time, as the list API does.
+			var got []store.Span
+			f := tc.f
+			f.Limit = 40
+			for {
+				page, err := s.SpanList(ctx, tenant, f)
+				require.NoError(t, err)
+				got = append(got, page...)
+				if len(page) < f.Limit {
+					break
+				}
+				last := page[len(page)-1]
+				f.After = &store.SpanCursor{Start: last.Start, SpanID: last.SpanID}
+			}
+			require.Equal(t, len(want), len(got))
+			for i := range want {
+				require.Equal(t, want[i].SpanID, got[i].SpanID, "span %d", i)
+			}
+		})
+	}
+}
+
+// testSpanBlocksLarge stores a trace larger than a block holds and reads
+// it back whole, oldest first.
+func testSpanBlocksLarge(t *testing.T, s store.Store) {
+	ctx, tenant := context.Background(), NewTenant()
+	base := time.Unix(1_800_000_000, 0)
+	trace := NewTraceID()
+	var spans []store.Span
+	for i := range store.MaxBlockSpans + 10 {
+		sp := NewSpan(trace, [8]byte{}, "step", base.Add(time.Duration(store.MaxBlockSpans-i)*time.Millisecond), time.Millisecond)
+		sp.Execution = "exec-large"
+		spans = append(spans, sp)
+	}
+	require.NoError(t, s.SpanWrite(ctx, tenant, &store.SpanBatch{Spans: spans}))
+	got, err := s.SpanList(ctx, tenant, store.SpanFilter{TraceIDs: [][16]byte{trace}, Status: -1, Ascending: true})
+	require.NoError(t, err)
+	require.Len(t, got, len(spans))
+	for i := 1; i < len(got); i++ {
+		require.LessOrEqual(t, got[i-1].Start, got[i].Start, "oldest first")
+	}
+	byExec, err := s.SpanList(ctx, tenant, store.SpanFilter{Execution: "exec-large", Status: -1, Limit: 5})
+	require.NoError(t, err)
+	require.Len(t, byExec, 5)
+	require.Equal(t, spans[0].SpanID, byExec[0].SpanID, "newest first")
+	sums, err := s.TraceSummaryList(ctx, tenant, nil, [][16]byte{trace})
+	require.NoError(t, err)
+	require.Len(t, sums, 1)
+	require.Equal(t, len(spans), sums[0].Spans)
+}
+
+// LegacySpans checks that spans of the per-span table of earlier versions
+// (which insert stores, as those versions did) are read beside blocks and
+// expire like them. Drivers call it with their own insert.
+func LegacySpans(t *testing.T, s store.Store, insert func(tenant string, sp store.Span)) {
+	ctx, tenant := context.Background(), NewTenant()
+	base := time.Unix(1_800_000_000, 0)
+	trace := NewTraceID()
+	old := NewSpan(trace, [8]byte{}, "agent.run", base, time.Second)
+	old.Agent, old.Service = "support-bot", "agents"
+	insert(tenant, old)
+	child := NewSpan(trace, old.SpanID, "execute_tool crm.get", base.Add(time.Millisecond), time.Millisecond)
+	child.Agent, child.Tool = "support-bot", "crm.get"
+	require.NoError(t, s.SpanWrite(ctx, tenant, &store.SpanBatch{Spans: []store.Span{child}}))
+
+	got, err := s.SpanList(ctx, tenant, store.SpanFilter{TraceIDs: [][16]byte{trace}, Status: -1, Ascending: true})
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	require.Equal(t, old, got[0], "the old row comes back whole, first")
+	require.Equal(t, child.SpanID, got[1].SpanID)
+	byAgent, err := s.SpanList(ctx, tenant, store.SpanFilter{Agent: "support-bot", Status: -1, Limit: 1})
+	require.NoError(t, err)
+	require.Len(t, byAgent, 1)
+	require.Equal(t, child.SpanID, byAgent[0].SpanID, "newest first across both tables")
+	sums, err := s.TraceSummaryList(ctx, tenant, nil, [][16]byte{trace})
+	require.NoError(t, err)
+	require.Equal(t, []store.TraceSummary{{TraceID: trace, Spans: 2, Start: old.Start, End: old.End, Root: "agent.run", Service: "agents"}}, sums)
+
+	n, err := s.SpanExpire(ctx, tenant, store.TraceCutoffs{Spans: base.Add(time.Hour)}, 100)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	got, err = s.SpanList(ctx, tenant, store.SpanFilter{Status: -1})
+	require.NoError(t, err)
+	require.Empty(t, got, "retention empties both tables")
 }

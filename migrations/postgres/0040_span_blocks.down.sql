@@ -1,0 +1,2 @@
+DROP TABLE IF EXISTS span_keys;
+DROP TABLE IF EXISTS span_blocks;
