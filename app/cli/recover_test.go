@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
@@ -73,7 +72,7 @@ func TestEveryListenerRecoversFromPanics(t *testing.T) {
 				listeners: listeners, gateway: true, gatewayAddr: net.JoinHostPort(host, strconv.Itoa(gateway)),
 				routerAddr: net.JoinHostPort(host, strconv.Itoa(router)), mcpAddr: net.JoinHostPort(host, strconv.Itoa(mcpPort)),
 				memLn: memLn, rag: rag, ragOpts: ragOptions{port: ragPort},
-				trace:     traceOptions{queryPort: ports[6], httpPort: ports[7], grpcPort: ports[8], retention: time.Hour},
+				trace:     traceOptions{queryPort: ports[6], httpPort: ports[7], grpcPort: ports[8]},
 				wrapStore: func(s store.Store) store.Store { return panickyStore{s} }}
 			spec.controlURL = spec.serviceURL(control)
 			spec.publicURL = spec.controlURL
