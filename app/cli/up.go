@@ -25,6 +25,7 @@ import (
 	"github.com/warden-dev/warden/app/clientconfig"
 	"github.com/warden-dev/warden/app/execution"
 	"github.com/warden-dev/warden/app/gateway"
+	"github.com/warden-dev/warden/app/mcp"
 	"github.com/warden-dev/warden/app/oidc"
 	"github.com/warden-dev/warden/app/sandbox"
 	"github.com/warden-dev/warden/app/secret"
@@ -382,6 +383,7 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 	}
 
 	var osTools gateway.OSRunner
+	var stdioMCP mcp.Sandbox // stays a nil interface without a runner
 	var sandboxErr error
 	if gatewayPort != 0 {
 		runner, err := sandbox.New(ctx, sandbox.Config{Logger: logger})
@@ -389,6 +391,7 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 			sandboxErr = err // said once, in the summary below
 		} else {
 			osTools = gateway.Sandbox{Runner: runner}
+			stdioMCP = runner
 		}
 	}
 	// Durable approval work (resume, expiry) runs as River jobs on the
@@ -443,6 +446,7 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		ExecutionQueue: executionQueue(executions, gatewayPort),
 		Cluster:        cluster,
 		Sandbox:        osTools,
+		StdioSandbox:   stdioMCP,
 		Store:          st,
 		Logger:         logger,
 		ControlAddr:    net.JoinHostPort(listenHost, controlPort),

@@ -7,6 +7,9 @@ type Exit struct {
 	// ExitCode is the command's exit status, or 128+N when signal N ended
 	// it (137 when it was killed).
 	ExitCode int
+	// Killed reports that Kill, or Stop once its grace had passed, killed
+	// the sandbox: the command did not exit by itself.
+	Killed bool
 	// Duration is the wall-clock time from starting bwrap until every
 	// process of the sandbox had exited.
 	Duration time.Duration

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sync/atomic"
 	"time"
 )
 
@@ -27,6 +28,7 @@ type Process struct {
 	redact  []string
 	done    chan struct{}
 	out     outcome // set before done is closed
+	killed  atomic.Bool
 }
 
 // Start starts spec.Command in a new sandbox and returns once the command
@@ -126,11 +128,15 @@ func (p *Process) Done() <-chan struct{} { return p.done }
 // the command ended.
 func (p *Process) Wait() Exit {
 	<-p.done
-	return Exit{ExitCode: p.out.code, Duration: p.out.duration}
+	return Exit{ExitCode: p.out.code, Killed: p.killed.Load(), Duration: p.out.duration}
 }
 
 // Kill kills every process of the sandbox at once; Wait reports the end.
-func (p *Process) Kill() { p.l.kill() }
+func (p *Process) Kill() {
+	if p.l.kill() {
+		p.killed.Store(true)
+	}
+}
 
 // Stop ends the process: it closes its stdin, waits up to grace (zero
 // means DefaultStopGrace) for it to exit, then kills every process of the
@@ -146,7 +152,7 @@ func (p *Process) Stop(grace time.Duration) Exit {
 	select {
 	case <-p.done:
 	case <-t.C:
-		p.l.kill()
+		p.Kill()
 	}
 	exit := p.Wait()
 	p.closePipes()

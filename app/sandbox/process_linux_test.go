@@ -43,6 +43,7 @@ func TestStart_talksOverStdio(t *testing.T) {
 	}
 	exit := p.Stop(time.Minute)
 	require.Equal(t, 0, exit.ExitCode, "the command exits on EOF, before the grace ends")
+	require.False(t, exit.Killed)
 	_, err := out.ReadString('\n')
 	require.Error(t, err, "stdout is closed once the process is gone")
 	entries, err := os.ReadDir(b.tempDir)
@@ -61,6 +62,7 @@ func TestStart_stopKillsTheTree(t *testing.T) {
 	start := time.Now()
 	exit := p.Stop(100 * time.Millisecond)
 	require.Equal(t, 137, exit.ExitCode)
+	require.True(t, exit.Killed)
 	require.Less(t, time.Since(start), 10*time.Second)
 	require.Empty(t, processesWith(t, marker), "sandboxed processes survived Stop")
 	select {
@@ -79,6 +81,7 @@ func TestStart_killEndsTheProcess(t *testing.T) {
 	p.Kill()
 	exit := p.Wait()
 	require.Equal(t, 137, exit.ExitCode)
+	require.True(t, exit.Killed)
 }
 
 // TestStart_stderrIsRedactedAndBounded proves that the stderr a process
