@@ -493,7 +493,9 @@ func (st *stdioServers) reconcile(tenant string) {
 			return nil
 		})
 		if err != nil {
-			st.s.log.Warn("check stdio MCP servers after a configuration change", "tenant", tenant, "err", err)
+			if st.s.base.Err() == nil {
+				st.s.log.Warn("check stdio MCP servers after a configuration change", "tenant", tenant, "err", err)
+			}
 			return
 		}
 		for _, p := range procs {

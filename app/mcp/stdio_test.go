@@ -57,7 +57,7 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func newStdioEnv(t *testing.T, storeURL string) *stdioEnv {
+func newStdioEnv(t testing.TB, storeURL string) *stdioEnv {
 	t.Helper()
 	if _, err := exec.LookPath("bwrap"); err != nil && testing.Short() {
 		t.Skip("bwrap not installed (apt-get install -y bubblewrap); skipped in -short mode")
@@ -402,4 +402,23 @@ spec:
 	r := e.callText("everything", "echo", map[string]any{"message": "hello over stdio"})
 	require.Equal(t, http.StatusOK, r.status, string(r.raw))
 	require.Contains(t, string(r.raw), "hello over stdio")
+}
+
+// BenchmarkStdioCall measures step 7 of a call (the gateway's MCPCaller)
+// to a read-only echo tool over stdio, against the same over streamable
+// HTTP: what the transport and the sandboxed process cost.
+func BenchmarkStdioCall(b *testing.B) {
+	e := newStdioEnv(b, backends()["sqlite"](b))
+	e.discover()
+	svc := e.srv.MCP()
+	for _, name := range []string{"local", "fake"} {
+		b.Run(name, func(b *testing.B) {
+			ctx := context.Background()
+			for b.Loop() {
+				if _, err := svc.CallTool(ctx, server.LocalTenant, "default", name, "echo", map[string]any{"text": "hi"}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
