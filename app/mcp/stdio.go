@@ -136,8 +136,8 @@ func (st *stdioServers) session(ctx context.Context, key stdioKey, spec resource
 			return cs, nil
 		case ended:
 			return nil, perr
-		case perr != nil && time.Until(retryAt) > st.s.cfg.DialTimeout:
-			return nil, fmt.Errorf("%w (next start in %s)", perr, time.Until(retryAt).Round(time.Second))
+		case perr != nil && retryAt.Sub(st.s.now()) > st.s.cfg.DialTimeout:
+			return nil, fmt.Errorf("%w (next start in %s)", perr, retryAt.Sub(st.s.now()).Round(time.Second))
 		}
 		select {
 		case <-changed:
