@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 )
 
@@ -119,4 +120,37 @@ func TestDemoTools(t *testing.T) {
 		})
 	}
 	require.NotContains(t, out.String(), "@example", "the log holds no customer data")
+}
+
+// TestDemoMCPStdio runs `warden demo mcp --stdio` with its stdin and
+// stdout connected to the Go SDK's client: it lists the tools, calls one
+// (printed on stderr, never on stdout, which carries the protocol) and
+// exits once stdin closes.
+func TestDemoMCPStdio(t *testing.T) {
+	t.Parallel()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	stderr := &lockedBuffer{}
+	done := make(chan int, 1)
+	go func() {
+		code := RunWith(t.Context(), Env{Stdin: inR, Stdout: outW, Stderr: stderr, Now: time.Now}, []string{"warden", "demo", "mcp", "--stdio"})
+		_ = outW.Close()
+		done <- code
+	}()
+	client := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil)
+	cs, err := client.Connect(t.Context(), &sdk.IOTransport{Reader: outR, Writer: inW}, nil)
+	require.NoError(t, err)
+	require.Equal(t, "warden-demo-docs", cs.InitializeResult().ServerInfo.Name)
+	var names []string
+	for tool, err := range cs.Tools(t.Context(), nil) {
+		require.NoError(t, err)
+		names = append(names, tool.Name)
+	}
+	require.ElementsMatch(t, []string{"search_docs", "delete_page"}, names)
+	res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "search_docs", Arguments: map[string]any{"query": "pins"}})
+	require.NoError(t, err)
+	require.Contains(t, res.Content[0].(*sdk.TextContent).Text, "pins an MCP server's version")
+	require.Contains(t, stderr.String(), `search_docs "pins"`)
+	require.NoError(t, cs.Close())
+	require.Equal(t, ExitOK, <-done, stderr.String())
 }

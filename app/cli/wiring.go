@@ -17,6 +17,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/warden-dev/warden/app/gateway"
+	"github.com/warden-dev/warden/app/mcp"
 	"github.com/warden-dev/warden/app/oidc"
 	"github.com/warden-dev/warden/app/sandbox"
 	"github.com/warden-dev/warden/app/secret"
@@ -196,12 +197,14 @@ func (a *app) buildProcess(ctx context.Context, spec processSpec) (_ *process, e
 func (p *process) buildServices(ctx context.Context, a *app, keyring *secret.Keyring, masterKey []byte, tracer *sdktrace.TracerProvider) error {
 	spec, st, logger := p.spec, p.st, p.log
 	var osTools gateway.OSRunner
+	var stdioMCP mcp.Sandbox // stays a nil interface without a runner
 	if spec.gateway {
 		runner, err := sandbox.New(ctx, sandbox.Config{Logger: logger})
 		if err != nil {
 			p.sandboxErr = err // said once, in the summary
 		} else {
 			osTools = gateway.Sandbox{Runner: runner}
+			stdioMCP = runner
 		}
 	}
 	// Durable approval work (resume, expiry) runs as River jobs on the
@@ -268,6 +271,7 @@ func (p *process) buildServices(ctx context.Context, a *app, keyring *secret.Key
 		ExecutionQueue: executionQueue,
 		Cluster:        cluster,
 		Sandbox:        osTools,
+		StdioSandbox:   stdioMCP,
 		Store:          st,
 		Logger:         logger,
 		ControlAddr:    controlAddr,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -12,17 +13,19 @@ import (
 	"github.com/warden-dev/warden/app/resource"
 )
 
-// Transports a server answered on, as recorded in status.transport.
+// Transports a server answered on, as recorded in status.transport (and
+// TransportStdio, stdio.go).
 const (
 	TransportStreamable = "streamable-http"
 	TransportSSE        = "sse"
 )
 
-// dial connects to an MCP server and initializes a session: streamable
-// HTTP first, then the legacy HTTP+SSE transport of revision 2024-11-05.
+// dial connects to an MCP server over HTTP and initializes a session:
+// streamable HTTP first, then the legacy HTTP+SSE transport of revision
+// 2024-11-05. (A stdio server's session is its process's, stdio.go.)
 func (s *Service) dial(ctx context.Context, spec resource.MCPServerSpec) (*sdk.ClientSession, string, error) {
 	if spec.Transport == resource.MCPTransportStdio {
-		return nil, "", ErrStdioUnsupported
+		return nil, "", errors.New("a stdio server is not dialled")
 	}
 	if spec.URL == "" {
 		return nil, "", errors.New("spec.url is empty")
@@ -64,8 +67,17 @@ func sessionKey(tenant, ns, server, url string) string {
 	return tenant + "\x00" + ns + "\x00" + server + "\x00" + url
 }
 
-// session returns the cached session of a server, dialling it when needed.
+// stdioSessionPrefix starts the session key of a stdio server, whose
+// session belongs to its process's supervisor.
+const stdioSessionPrefix = "stdio\x00"
+
+// session returns the cached session of a server, dialling it when needed;
+// a stdio server's is its process's, started when needed.
 func (s *Service) session(ctx context.Context, tenant, ns, server string, spec resource.MCPServerSpec) (*sdk.ClientSession, string, error) {
+	if spec.Transport == resource.MCPTransportStdio {
+		cs, err := s.stdio.session(ctx, stdioKey{tenant, ns, server}, spec)
+		return cs, stdioSessionPrefix + sessionKey(tenant, ns, server, ""), err
+	}
 	key := sessionKey(tenant, ns, server, spec.URL)
 	s.sess.mu.Lock()
 	e, ok := s.sess.m[key]
@@ -104,6 +116,12 @@ func (s *Service) session(ctx context.Context, tenant, ns, server string, spec r
 // dropSession forgets a session (when it is still the cached one) and
 // closes it.
 func (s *Service) dropSession(key string, cs *sdk.ClientSession) {
+	if k, ok := strings.CutPrefix(key, stdioSessionPrefix); ok {
+		if parts := strings.Split(k, "\x00"); len(parts) == 4 {
+			s.stdio.drop(stdioKey{parts[0], parts[1], parts[2]}, cs)
+		}
+		return
+	}
 	s.sess.mu.Lock()
 	e, ok := s.sess.m[key]
 	if ok && e.cs == cs {

@@ -88,8 +88,14 @@ func (s *Service) discoverOne(ctx context.Context, p auth.Principal, ns, name st
 	if err != nil {
 		return nil, apierr.New(apierr.CodeInvalidRequest, "MCP server %s: %s", name, err)
 	}
+	stdio := spec.Transport == resource.MCPTransportStdio
+	if stdio && quarantineReason(obj) != "" {
+		// Discovering would start the process: a quarantined stdio
+		// server keeps the status of its last discovery.
+		return obj, nil
+	}
 	dctx, cancel := context.WithTimeout(ctx, s.cfg.DiscoverTimeout)
-	found, derr := s.fetch(dctx, spec)
+	found, derr := s.fetch(dctx, p.Tenant, ns, name, spec)
 	cancel()
 	now := s.now().UTC()
 	var quarantined *resource.MCPQuarantine
@@ -114,6 +120,9 @@ func (s *Service) discoverOne(ctx context.Context, p auth.Principal, ns, name st
 	}
 	if quarantined != nil {
 		s.log.Warn("MCP server quarantined", "tenant", p.Tenant, "namespace", ns, "server", name, "reason", quarantined.Reason)
+		if stdio {
+			s.stdio.stop(stdioKey{p.Tenant, ns, name}, "quarantined")
+		}
 	}
 	return updated, nil
 }
@@ -135,13 +144,24 @@ func (s *Service) get(ctx context.Context, tenant, ns, name string) (*resource.O
 	return obj, nil
 }
 
-// fetch connects, initializes and lists what the server offers.
-func (s *Service) fetch(ctx context.Context, spec resource.MCPServerSpec) (*discovered, error) {
-	cs, transport, err := s.dial(ctx, spec)
+// fetch connects, initializes and lists what the server offers. A stdio
+// server is asked through its process's session, shared with calls (and
+// started when it runs no process).
+func (s *Service) fetch(ctx context.Context, tenant, ns, name string, spec resource.MCPServerSpec) (*discovered, error) {
+	var cs *sdk.ClientSession
+	transport := TransportStdio
+	var err error
+	if spec.Transport == resource.MCPTransportStdio {
+		cs, err = s.stdio.session(ctx, stdioKey{tenant, ns, name}, spec)
+	} else {
+		cs, transport, err = s.dial(ctx, spec)
+		if cs != nil {
+			defer func() { _ = cs.Close() }()
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
-	defer func() { _ = cs.Close() }()
 	init := cs.InitializeResult()
 	d := &discovered{}
 	st := &d.status

@@ -8,6 +8,10 @@
 //	service.go    the Service, its configuration and its cache of servers
 //	client.go     connections to MCP servers (streamable HTTP, then the
 //	              legacy HTTP+SSE transport), one cached session per server
+//	stdio.go      stdio servers: one process per server in the OS sandbox
+//	              (app/sandbox), its session over stdin and stdout,
+//	              restarts with backoff, stops on delete, quarantine, spec
+//	              or Secret changes
 //	discover.go   initialize, list tools, prompts and resources, hash and
 //	              scan every tool definition, compare with the pin, write
 //	              the MCPServer's status

@@ -2,5 +2,6 @@ package mcp
 
 import "errors"
 
-// ErrStdioUnsupported is returned for a server with transport stdio.
-var ErrStdioUnsupported = errors.New("MCP servers with transport stdio are not supported by this gateway yet")
+// ErrNoSandbox is returned for a server with transport stdio when the
+// gateway has no OS sandbox to run it in.
+var ErrNoSandbox = errors.New("MCP servers with transport stdio run in the OS sandbox, which is not available on this MCP gateway (it needs bubblewrap: apt-get install -y bubblewrap)")

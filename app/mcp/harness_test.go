@@ -140,7 +140,8 @@ type env struct {
 	fake   *mcpServer
 }
 
-func newEnv(t testing.TB, storeURL string) *env {
+// newEnv starts Warden on a store; opts change the server's configuration.
+func newEnv(t testing.TB, storeURL string, opts ...func(*server.Config)) *env {
 	t.Helper()
 	ctx := context.Background()
 	st, err := backend.Open(ctx, storeURL, backend.Options{})
@@ -148,8 +149,11 @@ func newEnv(t testing.TB, storeURL string) *env {
 	t.Cleanup(func() { _ = st.Close() })
 	admin, _, err := server.Bootstrap(ctx, st, nil)
 	require.NoError(t, err)
-	srv, err := server.New(server.Config{Store: st, MCPAddr: "127.0.0.1:0",
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	cfg := server.Config{Store: st, MCPAddr: "127.0.0.1:0", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	srv, err := server.New(cfg)
 	require.NoError(t, err)
 	require.NotNil(t, srv.MCP())
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

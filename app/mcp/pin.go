@@ -78,12 +78,18 @@ func (s *Service) Quarantine(ctx context.Context, p auth.Principal, ns, name, re
 		reason = "quarantined by " + p.Subject
 	}
 	now := s.now().UTC()
-	return s.updateStatus(ctx, p.Tenant, ns, name, func(_ *resource.Object, st *resource.MCPServerStatus) error {
+	obj, err := s.updateStatus(ctx, p.Tenant, ns, name, func(_ *resource.Object, st *resource.MCPServerStatus) error {
 		if st.Quarantine == nil {
 			st.Quarantine = &resource.MCPQuarantine{Reason: reason, By: p.Subject, At: timestamp(now)}
 		}
 		return nil
 	})
+	if err == nil {
+		// This replica stops its process now; the others when they see
+		// the commit (stdioServers.reconcile).
+		s.stdio.stop(stdioKey{p.Tenant, ns, name}, "quarantined")
+	}
+	return obj, err
 }
 
 // Unquarantine lifts a quarantine. It needs the admin role (status

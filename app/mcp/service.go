@@ -17,6 +17,7 @@ import (
 	"github.com/warden-dev/warden/app/gateway"
 	"github.com/warden-dev/warden/app/listener"
 	"github.com/warden-dev/warden/app/resource"
+	"github.com/warden-dev/warden/app/secret"
 	"github.com/warden-dev/warden/app/store"
 )
 
@@ -67,6 +68,16 @@ type Config struct {
 	MaxBodyBytes  int64
 	// Timeouts bound how long a client may take to send a request.
 	Timeouts listener.Timeouts
+
+	// Sandbox runs the processes of stdio MCP servers; nil makes them
+	// answer Unavailable.
+	Sandbox Sandbox
+	// Secrets resolves the Secret references of a stdio server's
+	// spec.env; nil refuses servers that have any.
+	Secrets *secret.Broker
+	// StopGrace is how long a stdio server may take to exit once asked
+	// to, before its sandbox is killed.
+	StopGrace time.Duration
 }
 
 // WithDefaults returns c with defaults filled in.
@@ -85,6 +96,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.DiscoverEvery == 0 {
 		c.DiscoverEvery = DefaultDiscoverEvery
+	}
+	if c.StopGrace <= 0 {
+		c.StopGrace = DefaultStopGrace
 	}
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
@@ -119,6 +133,8 @@ type Service struct {
 	sess sessions
 	// rpcID numbers the requests the gateway posts on MCP sessions.
 	rpcID atomic.Int64
+	// stdio runs the processes of stdio servers.
+	stdio *stdioServers
 
 	mu sync.Mutex
 	// servers caches MCPServers per tenant for calls; a configuration
@@ -145,6 +161,7 @@ func New(cfg Config) (*Service, error) {
 		base:    base, cancel: cancel,
 	}
 	s.agents = newAgentServers(s)
+	s.stdio = newStdioServers(s)
 	s.stop = append(s.stop, cfg.Store.ListenConfig(s.invalidate))
 	if cfg.Bus != nil {
 		s.stop = append(s.stop, cfg.Bus.Subscribe(s.onEvent))
@@ -164,6 +181,7 @@ func (s *Service) Close() {
 	s.wg.Wait()
 	s.agents.close()
 	s.closeSessions()
+	s.stdio.closeAll()
 }
 
 // invalidate drops the cached servers of a tenant.
@@ -172,6 +190,7 @@ func (s *Service) invalidate(tenant string) {
 	delete(s.servers, tenant)
 	s.mu.Unlock()
 	s.agents.invalidate(tenant)
+	s.stdio.reconcile(tenant)
 }
 
 // server returns an MCPServer, from the tenant's cache when it has one.

@@ -337,6 +337,13 @@ type ToolOS struct {
 	Command []string `json:"command"`
 	// Timeout is a Go duration; default "10s".
 	Timeout string `json:"timeout,omitempty"`
+	// SandboxLimits are the command's limits and what it may reach.
+	SandboxLimits
+}
+
+// SandboxLimits bound a command run in the OS sandbox (app/sandbox): an
+// OS tool's (inline in spec.os) and a stdio MCP server's (spec.sandbox).
+type SandboxLimits struct {
 	// CPUSeconds bounds CPU time.
 	CPUSeconds int64 `json:"cpuSeconds,omitempty"`
 	// MemoryMB bounds memory.
@@ -375,6 +382,14 @@ type MCPServerSpec struct {
 	Transport string `json:"transport,omitempty"`
 	// Command is the argv started for transport stdio.
 	Command []string `json:"command,omitempty"`
+	// Args are appended to Command.
+	Args []string `json:"args,omitempty"`
+	// Env is the process's environment beyond the sandbox's minimal one
+	// (transport stdio).
+	Env []EnvVar `json:"env,omitempty"`
+	// Sandbox bounds the process (transport stdio); nil means no limits
+	// beyond the sandbox's.
+	Sandbox *SandboxLimits `json:"sandbox,omitempty"`
 	// PinnedVersion is the server version pinned; empty means unpinned.
 	PinnedVersion string `json:"pinnedVersion,omitempty"`
 	// TrustScore is between 0 and 1; default 0.5.
@@ -383,6 +398,17 @@ type MCPServerSpec struct {
 	Quarantined bool `json:"quarantined,omitempty"`
 	// GatewayURL overrides the MCP gateway URL.
 	GatewayURL string `json:"gatewayUrl,omitempty"`
+}
+
+// EnvVar is one environment variable of a process: a plain value, or a
+// key of a Secret of the same namespace resolved when the process starts.
+type EnvVar struct {
+	// Name is the variable's name.
+	Name string `json:"name"`
+	// Value is the plain value.
+	Value string `json:"value,omitempty"`
+	// SecretKeyRef names the Secret key holding the value instead.
+	SecretKeyRef *SecretKeyRef `json:"secretKeyRef,omitempty"`
 }
 
 // PolicySpec is the spec of a Policy.

@@ -33,6 +33,7 @@ var (
 	manifestName     = regexp.MustCompile(`^([a-z0-9]([-a-z0-9]*[a-z0-9])?)-g([1-9][0-9]*)$`)
 	qualifiedName    = regexp.MustCompile(`^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$`)
 	secretKey        = regexp.MustCompile(`^[-._a-zA-Z0-9]+$`)
+	envName          = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 )
 
 // IsDNS1123Label reports whether s is a DNS-1123 label: lower-case
@@ -230,22 +231,7 @@ func validateRules(o *Object, add addFunc) {
 	case KindTool:
 		validateTool(s, add)
 	case KindMCPServer:
-		transport := str(s, "transport")
-		if transport == "" || transport == MCPTransportHTTP {
-			if _, ok := s["url"]; !ok {
-				add("spec.url", ErrCodeRequired, "an MCP server with transport http needs spec.url")
-			} else {
-				checkURL(s, "url", "spec.url", add)
-			}
-			if _, ok := s["command"]; ok {
-				add("spec.command", ErrCodeInvalid, "spec.command is used only with transport stdio")
-			}
-		}
-		if transport == MCPTransportStdio {
-			if l, ok := s["command"].([]any); !ok || len(l) == 0 {
-				add("spec.command", ErrCodeRequired, "an MCP server with transport stdio needs spec.command")
-			}
-		}
+		validateMCPServer(s, add)
 	case KindPolicy:
 		validatePolicy(s, add)
 	case KindDeployment:
@@ -378,6 +364,73 @@ func validateAgent(s map[string]any, add addFunc) {
 	checkNameList(s, "policies", "spec.policies", add)
 }
 
+func validateMCPServer(s map[string]any, add addFunc) {
+	transport := str(s, "transport")
+	if transport == "" || transport == MCPTransportHTTP {
+		if _, ok := s["url"]; !ok {
+			add("spec.url", ErrCodeRequired, "an MCP server with transport http needs spec.url")
+		} else {
+			checkURL(s, "url", "spec.url", add)
+		}
+		for _, f := range []string{"command", "args", "env", "sandbox"} {
+			if _, ok := s[f]; ok {
+				add("spec."+f, ErrCodeInvalid, "spec.%s is used only with transport stdio", f)
+			}
+		}
+		return
+	}
+	if transport != MCPTransportStdio {
+		return
+	}
+	if l, ok := s["command"].([]any); !ok || len(l) == 0 {
+		add("spec.command", ErrCodeRequired, "an MCP server with transport stdio needs spec.command")
+	}
+	env, _ := s["env"].([]any)
+	seen := map[string]bool{}
+	for i, e := range env {
+		m, ok := e.(map[string]any)
+		if !ok {
+			continue
+		}
+		path := fmt.Sprintf("spec.env[%d]", i)
+		name := str(m, "name")
+		switch {
+		case name == "":
+		case !envName.MatchString(name):
+			add(path+".name", ErrCodeInvalid, "%q is not an environment variable name: use letters, digits and '_', not starting with a digit", name)
+		case seen[name]:
+			add(path+".name", ErrCodeDuplicate, "variable %s is set twice", name)
+		}
+		seen[name] = true
+		ref, hasRef := m["secretKeyRef"].(map[string]any)
+		if _, hasValue := m["value"]; hasValue && hasRef {
+			add(path, ErrCodeInvalid, "set value or secretKeyRef, not both")
+		}
+		if hasRef {
+			checkName(ref, "name", path+".secretKeyRef.name", add)
+			if k := str(ref, "key"); k != "" && !secretKey.MatchString(k) {
+				add(path+".secretKeyRef.key", ErrCodeInvalid, "%q is not a Secret key: use letters, digits, '-', '_' and '.'", k)
+			}
+		}
+	}
+	if sb, ok := s["sandbox"].(map[string]any); ok {
+		checkSandboxPaths(sb, "spec.sandbox", add)
+	}
+}
+
+// checkSandboxPaths reports allowRead and allowWrite entries that are not
+// absolute paths: the sandbox binds each at its own path.
+func checkSandboxPaths(m map[string]any, path string, add addFunc) {
+	for _, key := range []string{"allowRead", "allowWrite"} {
+		l, _ := m[key].([]any)
+		for i, e := range l {
+			if v, ok := e.(string); ok && !strings.HasPrefix(v, "/") {
+				add(fmt.Sprintf("%s.%s[%d]", path, key, i), ErrCodeInvalid, "%q must be an absolute path", v)
+			}
+		}
+	}
+}
+
 func validateTool(s map[string]any, add addFunc) {
 	source := str(s, "source")
 	blocks := map[string]string{ToolSourceREST: "rest", ToolSourceMCP: "mcp", ToolSourceOS: "os"}
@@ -412,6 +465,7 @@ func validateTool(s map[string]any, add addFunc) {
 			add("spec.os.command", ErrCodeRequired, "a tool with source os needs spec.os.command")
 		}
 		checkDuration(m, "timeout", "spec.os.timeout", add)
+		checkSandboxPaths(m, "spec.os", add)
 	}
 	checkURL(s, "gatewayUrl", "spec.gatewayUrl", add)
 	for _, f := range []string{"inputSchema", "outputSchema"} {

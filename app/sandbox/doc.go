@@ -5,6 +5,14 @@
 // fail are Results; errors mean the Spec was invalid, the sandbox could not
 // be set up, or the context was canceled.
 //
+// Start runs a command the same way but keeps it running: a Process (an MCP
+// server of transport stdio, for the MCP gateway) has pipes to its stdin
+// and stdout, keeps the newest bytes of its stderr (bounded, with the
+// Spec.Redact values masked), and runs until it exits, Kill, or Stop
+// (close stdin, wait a grace period, then kill the sandbox). It gets every
+// layer below except the wall-clock limit. Run and Start share the set-up
+// and tear-down of a sandbox (launch_linux.go).
+//
 // # Layers
 //
 // Each run gets all of these, outermost first:
@@ -48,7 +56,8 @@
 //     second later), RLIMIT_AS from Spec.MemoryMB, no core dumps.
 //   - Wall clock: when Spec.Timeout passes, the sandbox's pid 1 is killed
 //     through a pidfd, which makes the kernel kill every process of the pid
-//     namespace. Run returns only once they are all gone.
+//     namespace. Run returns only once they are all gone (and so do a
+//     Process's Stop and Wait).
 //   - Egress. Without Spec.AllowHosts the network namespace has nothing but
 //     its own loopback. With it, the Runner serves an HTTP proxy on a unix
 //     socket bound into the sandbox; it tunnels CONNECT and forwards

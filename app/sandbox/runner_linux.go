@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,7 +15,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	seccomp "github.com/elastic/go-seccomp-bpf"
@@ -92,7 +90,7 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 // ErrUnavailable.
 func (r *Runner) Check(ctx context.Context) error {
 	p, err := makePlan(Spec{Command: []string{"probe"}, Timeout: probeTimeout, CPUSeconds: 1},
-		r.cfg.DefaultTimeout, r.cfg.DefaultMaxOutputBytes)
+		r.cfg.DefaultTimeout, r.cfg.DefaultMaxOutputBytes, false)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
@@ -114,7 +112,7 @@ func (r *Runner) Check(ctx context.Context) error {
 // returns only once every process of the sandbox has exited, and it removes
 // the run's scratch and /tmp directories before returning.
 func (r *Runner) Run(ctx context.Context, spec Spec) (*Result, error) {
-	p, err := makePlan(spec, r.cfg.DefaultTimeout, r.cfg.DefaultMaxOutputBytes)
+	p, err := makePlan(spec, r.cfg.DefaultTimeout, r.cfg.DefaultMaxOutputBytes, false)
 	if err != nil {
 		return nil, err
 	}
@@ -125,173 +123,64 @@ func (r *Runner) run(ctx context.Context, p *plan, probe bool) (*Result, error) 
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("sandbox: run canceled: %w", err)
 	}
-	base, err := os.MkdirTemp(r.cfg.TempDir, "warden-sandbox-")
-	if err != nil {
-		return nil, fmt.Errorf("%w: make run directory: %w", ErrSetup, err)
-	}
-	defer func() {
-		if err := os.RemoveAll(base); err != nil {
-			r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "sandbox: remove run directory", slog.String("error", err.Error()))
-		}
-	}()
-	dirs := runDirs{scratch: filepath.Join(base, "scratch"), tmp: filepath.Join(base, "tmp")}
-	for _, d := range []string{dirs.scratch, dirs.tmp} {
-		if err := os.Mkdir(d, 0o700); err != nil {
-			return nil, fmt.Errorf("%w: make run directory: %w", ErrSetup, err)
-		}
-	}
-	stub := stubConfig{
-		Argv:        p.spec.Command,
-		Env:         p.env,
-		Paths:       landlockRules(p.binds),
-		CPUSeconds:  p.spec.CPUSeconds,
-		MemoryBytes: p.spec.MemoryMB << 20,
-		Probe:       probe,
-	}
-	if len(p.egress) > 0 {
-		// The socket lives in os.TempDir rather than Config.TempDir because
-		// a unix socket path must stay under 108 bytes.
-		dir, err := os.MkdirTemp("", "warden-egress-")
-		if err != nil {
-			return nil, fmt.Errorf("%w: egress proxy: %w", ErrSetup, err)
-		}
-		defer os.RemoveAll(dir)
-		ln, err := net.Listen("unix", filepath.Join(dir, filepath.Base(egressSock)))
-		if err != nil {
-			return nil, fmt.Errorf("%w: egress proxy: %w", ErrSetup, err)
-		}
-		stop := serveEgress(ctx, ln, p.egress, r.cfg.Logger)
-		defer stop()
-		dirs.egress = dir
-		stub.EgressSocket = egressSock
-	}
-	return r.execute(ctx, p, stub, bwrapArgs(r.systemMounts, r.disableUserns, r.initPath, dirs, p.binds))
-}
-
-// execute starts bwrap, feeds the stub its config, enforces the time limit
-// and collects the outcome.
-func (r *Runner) execute(ctx context.Context, p *plan, stub stubConfig, args []string) (*Result, error) {
-	// Pdeathsig and bwrap's --die-with-parent fire when the OS thread that
-	// started bwrap exits, not the process; keep that thread alive and
-	// ours until the run is over.
+	// See startSandbox: this thread started bwrap and must outlive it.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 
-	var pipes [3][2]*os.File // config, status, info: {read, write}
-	for i := range pipes {
-		rd, wr, err := os.Pipe()
-		if err != nil {
-			return nil, fmt.Errorf("%w: pipe: %w", ErrSetup, err)
-		}
-		defer rd.Close()
-		defer wr.Close()
-		pipes[i] = [2]*os.File{rd, wr}
-	}
-	cfgR, cfgW := pipes[0][0], pipes[0][1]
-	statR, statW := pipes[1][0], pipes[1][1]
-	infoR, infoW := pipes[2][0], pipes[2][1]
-
-	runCtx, cancel := context.WithTimeout(ctx, p.spec.Timeout)
-	defer cancel()
 	stdout := &cappedBuffer{max: p.spec.MaxOutputBytes}
 	stderr := &cappedBuffer{max: p.spec.MaxOutputBytes}
-	var killed atomic.Bool
-	nsInit := &sandboxInit{fd: -1}
-	cmd := exec.CommandContext(runCtx, r.bwrap, args...)
-	cmd.Env = []string{} // bwrap needs nothing of the gateway's environment
+	std := streams{stdout: stdout, stderr: stderr}
 	if len(p.spec.Stdin) > 0 {
-		cmd.Stdin = bytes.NewReader(p.spec.Stdin)
+		std.stdin = bytes.NewReader(p.spec.Stdin)
 	}
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.ExtraFiles = []*os.File{cfgR, statW, infoW} // fdConfig, fdStatus, fdInfo
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.Cancel = func() error {
-		killed.Store(true)
-		// Killing the sandbox's pid 1 makes the kernel kill every process
-		// in its pid namespace, and bwrap exits once it has reaped it.
-		if nsInit.kill() {
-			return nil
+	l, err := r.startSandbox(ctx, p, probe, std)
+	if err != nil {
+		return nil, err
+	}
+	runCtx, cancel := context.WithTimeout(ctx, p.spec.Timeout)
+	defer cancel()
+	var killed atomic.Bool
+	killDone := make(chan struct{})
+	stopKill := context.AfterFunc(runCtx, func() {
+		defer close(killDone)
+		if l.kill() {
+			killed.Store(true)
 		}
-		return unix.Kill(-cmd.Process.Pid, unix.SIGKILL)
+	})
+	o := l.wait()
+	if !stopKill() {
+		<-killDone // the kill started: let it finish before reading killed
 	}
-	cmd.WaitDelay = killGrace
-
-	start := r.cfg.Now()
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("%w: start bwrap: %w", ErrSetup, err)
-	}
-	cfgR.Close()
-	statW.Close()
-	infoW.Close()
-
-	cfgDone := make(chan struct{})
-	go func() {
-		defer close(cfgDone)
-		_ = json.NewEncoder(cfgW).Encode(stub)
-		cfgW.Close()
-	}()
-	infoDone := make(chan struct{})
-	go func() {
-		defer close(infoDone)
-		nsInit.open(infoR)
-	}()
-	statusDone := make(chan stubStatus, 1)
-	go func() {
-		data, _ := io.ReadAll(io.LimitReader(statR, maxStatusBytes))
-		statusDone <- parseStatus(data)
-	}()
-
-	waitErr := cmd.Wait()
-	// bwrap has exited. If it was killed rather than its pid 1, make sure
-	// the rest of the sandbox is gone before the directories are removed.
-	<-infoDone
-	nsInit.wait(killGrace)
-	nsInit.close()
-	duration := r.cfg.Now().Sub(start)
-	_ = statR.SetReadDeadline(time.Now().Add(killGrace))
-	status := <-statusDone
-	<-cfgDone
 
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("sandbox: run canceled: %w", err)
 	}
 	timedOut := killed.Load()
-	code := exitCode(cmd.ProcessState)
 	if timedOut {
-		code = 128 + int(unix.SIGKILL)
+		o.code = 128 + int(unix.SIGKILL)
 	}
-	switch {
-	case status.err != "":
-		return nil, fmt.Errorf("%w: %s", ErrSetup, status.err)
-	case !status.started && !timedOut && nsInit.started:
-		return nil, fmt.Errorf("%w: the init stub did not start: %s must call sandbox.IsInit and sandbox.InitMain first thing in main (exit %d: %s)",
-			ErrSetup, r.initPath, code, firstLine(stderr.Bytes()))
-	case !status.started && !timedOut:
-		return nil, fmt.Errorf("%w: bwrap failed (exit %d): %s", ErrSetup, code, firstLine(stderr.Bytes()))
+	errOut := redact(stderr.Bytes(), p.spec.Redact, false, stderr.truncated)
+	if err := l.setupError(r, o, timedOut, errOut); err != nil {
+		return nil, err
 	}
-	var exitErr *exec.ExitError
-	if waitErr != nil && !timedOut && !errors.As(waitErr, &exitErr) && !errors.Is(waitErr, exec.ErrWaitDelay) {
-		return nil, fmt.Errorf("%w: wait for bwrap: %w", ErrSetup, waitErr)
-	}
-
 	res := &Result{
-		ExitCode:  code,
+		ExitCode:  o.code,
 		Stdout:    stdout.Bytes(),
-		Stderr:    stderr.Bytes(),
+		Stderr:    errOut,
 		TimedOut:  timedOut,
 		Truncated: stdout.truncated || stderr.truncated,
-		Duration:  duration,
+		Duration:  o.duration,
 	}
 	r.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "sandbox run",
 		slog.String("command", filepath.Base(p.spec.Command[0])),
-		slog.Bool("probe", stub.Probe),
+		slog.Bool("probe", probe),
 		slog.Int("exitCode", res.ExitCode),
 		slog.Bool("timedOut", res.TimedOut),
 		slog.Duration("duration", res.Duration),
 		slog.Int("stdoutBytes", len(res.Stdout)),
 		slog.Int("stderrBytes", len(res.Stderr)),
 		slog.Bool("truncated", res.Truncated),
-		slog.Bool("egress", stub.EgressSocket != ""),
+		slog.Bool("egress", l.stub.EgressSocket != ""),
 	)
 	return res, nil
 }

@@ -48,9 +48,15 @@ type Spec struct {
 	// and 443, and "*.example.com" allows every subdomain of example.com.
 	// Empty means no network at all.
 	AllowHosts []string
-	// MaxOutputBytes caps the captured stdout and the captured stderr, each.
-	// Zero means Config.DefaultMaxOutputBytes.
+	// MaxOutputBytes caps the captured stdout and the captured stderr, each
+	// (for a Process, the stderr it keeps: its newest bytes). Zero means
+	// Config.DefaultMaxOutputBytes.
 	MaxOutputBytes int64
+	// Redact are values (the secrets among Env) masked as "[REDACTED]" in
+	// the captured stderr, Result.Stderr and Process.Stderr, so that a
+	// command that prints its environment does not carry them into error
+	// messages. Stdout is the command's answer and is left alone.
+	Redact []string
 }
 
 // Result is how a command ended. A command that ran but failed (non-zero
@@ -108,11 +114,18 @@ type plan struct {
 }
 
 // makePlan applies defaults, validates spec and resolves its host paths. All
-// problems are reported at once, each naming its field.
-func makePlan(spec Spec, defaultTimeout time.Duration, defaultMaxOutput int64) (*plan, error) {
+// problems are reported at once, each naming its field. A process's spec
+// (Start) has neither Stdin nor Timeout.
+func makePlan(spec Spec, defaultTimeout time.Duration, defaultMaxOutput int64, process bool) (*plan, error) {
 	var errs []error
 	fail := func(field, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
+	}
+	if process && len(spec.Stdin) > 0 {
+		fail("stdin", "a process reads its standard input from Process.Stdin")
+	}
+	if process && spec.Timeout != 0 {
+		fail("timeout", "a process runs until it exits or is stopped")
 	}
 
 	if spec.Timeout == 0 {

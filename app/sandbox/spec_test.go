@@ -14,7 +14,7 @@ import (
 
 func TestMakePlan_defaultsAndEnv(t *testing.T) {
 	t.Parallel()
-	p, err := makePlan(Spec{Command: []string{"true"}, Env: map[string]string{"HOME": "/scratch/home", "TOKEN": "s3cret"}}, 7*time.Second, 99)
+	p, err := makePlan(Spec{Command: []string{"true"}, Env: map[string]string{"HOME": "/scratch/home", "TOKEN": "s3cret"}}, 7*time.Second, 99, false)
 	require.NoError(t, err)
 	require.Equal(t, 7*time.Second, p.spec.Timeout)
 	require.Equal(t, int64(99), p.spec.MaxOutputBytes)
@@ -35,7 +35,7 @@ func TestMakePlan_binds(t *testing.T) {
 		Command:    []string{"true"},
 		AllowRead:  []string{filepath.Join(base, "data", "f.txt"), filepath.Join(base, "data") + "/", filepath.Join(base, "link")},
 		AllowWrite: []string{filepath.Join(base, "data", "out"), filepath.Join(base, "data")},
-	}, time.Second, 1)
+	}, time.Second, 1, false)
 	require.NoError(t, err)
 	got := make([]string, 0, len(p.binds))
 	for _, b := range p.binds {
@@ -76,7 +76,7 @@ func TestMakePlan_rejects(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := makePlan(tt.spec, time.Second, 1)
+			_, err := makePlan(tt.spec, time.Second, 1, false)
 			require.ErrorIs(t, err, ErrInvalidSpec)
 			require.ErrorContains(t, err, tt.wantErr)
 		})
@@ -87,7 +87,7 @@ func TestMakePlan_rejectsSpecialFiles(t *testing.T) {
 	t.Parallel()
 	fifo := filepath.Join(t.TempDir(), "fifo")
 	require.NoError(t, unix.Mkfifo(fifo, 0o600))
-	_, err := makePlan(Spec{Command: []string{"a"}, AllowRead: []string{fifo}}, time.Second, 1)
+	_, err := makePlan(Spec{Command: []string{"a"}, AllowRead: []string{fifo}}, time.Second, 1, false)
 	require.ErrorIs(t, err, ErrInvalidSpec)
 	require.ErrorContains(t, err, "neither a directory nor a regular file")
 }

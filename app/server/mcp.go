@@ -11,6 +11,7 @@ import (
 	"github.com/warden-dev/warden/app/events"
 	"github.com/warden-dev/warden/app/mcp"
 	"github.com/warden-dev/warden/app/oidc"
+	"github.com/warden-dev/warden/app/secret"
 	"github.com/warden-dev/warden/app/workload"
 )
 
@@ -29,6 +30,7 @@ func (s *Server) newMCP(issuer *workload.Issuer, people *oidc.Handler, bus *even
 		DiscoverEvery: every,
 		Store:         s.cfg.Store, Authn: auth.NewAuthenticator(s.cfg.Store, s.cfg.Now, verifiers...), Authz: s.authz,
 		Applier: s.pipeline, Bus: bus, Logger: s.cfg.Logger, Now: s.cfg.Now, Timeouts: s.cfg.Timeouts,
+		Sandbox: s.cfg.StdioSandbox, Secrets: secret.NewBroker(s.cfg.Keyring),
 	})
 	if err != nil {
 		return fmt.Errorf("MCP gateway: %w", err)

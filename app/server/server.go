@@ -101,6 +101,9 @@ type Config struct {
 	GatewayAddr string
 	// Sandbox runs OS tools; nil makes them answer Unavailable.
 	Sandbox gateway.OSRunner
+	// StdioSandbox runs the processes of stdio MCP servers (the
+	// sandbox.Runner behind Sandbox); nil makes them answer Unavailable.
+	StdioSandbox mcp.Sandbox
 	// Guardians calls external Guardian Agents over AOS.
 	Guardians gateway.Guardian
 	// AgBOMQueue runs the AgBOM refresh of every AgentCompiled as a
