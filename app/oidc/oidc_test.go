@@ -279,6 +279,17 @@ func (b bundle) authorizeFrom(t *testing.T, resp *http.Response, email string) s
 	return started{flow: flowC, callback: cb}
 }
 
+// flowOf decodes a flow cookie and returns it with its signature.
+func flowOf(t *testing.T, c *http.Cookie) (flow, string) {
+	t.Helper()
+	payload, sig, _ := strings.Cut(c.Value, ".")
+	raw, err := base64.RawURLEncoding.DecodeString(payload)
+	require.NoError(t, err)
+	var f flow
+	require.NoError(t, json.Unmarshal(raw, &f))
+	return f, sig
+}
+
 func (b bundle) callback(t *testing.T, s started) *http.Response {
 	t.Helper()
 	req := httptest.NewRequest(http.MethodGet, s.callback.RequestURI(), nil)
@@ -440,11 +451,7 @@ func TestCallbackRefusals(t *testing.T) {
 	})
 	t.Run("wrong nonce", func(t *testing.T) {
 		s := b.authorize(t, "", "alice@acme.example")
-		payload, _, _ := strings.Cut(s.flow.Value, ".")
-		raw, err := base64.RawURLEncoding.DecodeString(payload)
-		require.NoError(t, err)
-		var f flow
-		require.NoError(t, json.Unmarshal(raw, &f))
+		f, _ := flowOf(t, s.flow)
 		f.Nonce = "another-sign-in"
 		nb, _ := json.Marshal(f)
 		np := base64.RawURLEncoding.EncodeToString(nb)

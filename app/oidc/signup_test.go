@@ -94,11 +94,7 @@ func TestSignupRefusals(t *testing.T) {
 	})
 	t.Run("tampered intent", func(t *testing.T) {
 		s := b.startSignup(t, "honest-co", "founder@startup.example")
-		payload, sig, _ := strings.Cut(s.flow.Value, ".")
-		raw, err := base64.RawURLEncoding.DecodeString(payload)
-		require.NoError(t, err)
-		var f flow
-		require.NoError(t, json.Unmarshal(raw, &f))
+		f, sig := flowOf(t, s.flow)
 		require.NotNil(t, f.Signup)
 		f.Signup.Tenant = "hijacked-co"
 		nb, _ := json.Marshal(f)

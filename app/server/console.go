@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"sort"
 	"strings"
 	"time"
@@ -78,6 +79,11 @@ func (s *Server) buildConsole() error {
 	}
 	if s.cfg.Signup {
 		s.oidc.WithSignup(svc.Signup)
+		for _, is := range s.cfg.OIDC.Issuers {
+			if u, err := url.Parse(is.IssuerURL); err == nil {
+				deps.SignupFormAction = append(deps.SignupFormAction, u.Scheme+"://"+u.Host)
+			}
+		}
 		deps.Signup = consoleSignup{s: s, svc: svc}
 		deps.SignupLimiter = oidc.NewLimiter(s.cfg.SignupLimit, s.now)
 	}

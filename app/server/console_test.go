@@ -277,6 +277,9 @@ func TestConsoleSignup(t *testing.T) {
 	b := consoleSetup(t, withSignupLimit(idp, 100))
 	r := b.page(t, http.MethodGet, "/signin", "", nil, nil)
 	require.Contains(t, string(r.body), `href="/signup"`)
+	// Browsers apply form-action to the redirect the post answers with.
+	r = b.page(t, http.MethodGet, "/signup", "", nil, nil)
+	require.Equal(t, web.ContentSecurityPolicy+" "+idp, r.header.Get("Content-Security-Policy"))
 	cookie, token := signupToken(t, b)
 	form := url.Values{"organization": {"Acme"}, "tenant": {"acme"}, "name": {"Ada"}, "email": {"mallory@evil.example"}, oidc.CSRFField: {token}}
 	formCookie := map[string]string{"Cookie": web.FormCookie + "=" + cookie}

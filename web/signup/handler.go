@@ -49,16 +49,28 @@ type Handler struct {
 	// Limit (optional) takes one sign-up from the client's allowance;
 	// false answers 429 with the time until the next one.
 	Limit func(c *fiber.Ctx) (ok bool, retryAfter time.Duration)
+	// CSP (optional) replaces the page's Content-Security-Policy: the
+	// console's, with the identity provider's origin as a form-action,
+	// where the form's post is redirected.
+	CSP string
+}
+
+func (h *Handler) setCSP(c *fiber.Ctx) {
+	if h.CSP != "" {
+		c.Set("Content-Security-Policy", h.CSP)
+	}
 }
 
 // Get renders the empty form.
 func (h *Handler) Get(c *fiber.Ctx) error {
+	h.setCSP(c)
 	return layout.Render(c, fiber.StatusOK, View(Model{Page: h.Env.Page(c, "Sign up", "")}))
 }
 
 // Post validates the form and sends the person to the identity provider,
 // which proves the owner's e-mail address before the tenant is created.
 func (h *Handler) Post(c *fiber.Ctx) error {
+	h.setCSP(c)
 	m := Model{
 		Page:         h.Env.Page(c, "Sign up", ""),
 		Organization: layout.Form(c, "organization"),
