@@ -71,6 +71,9 @@ type processSpec struct {
 	// setup runs once the store is open and the master key checked, before
 	// any service is built: up's first start.
 	setup func(ctx context.Context, st store.Store) error
+	// wrapStore, when set, wraps the opened store for every service; tests
+	// use it to make a store call fail or panic.
+	wrapStore func(store.Store) store.Store
 }
 
 // process is a Warden process built from a processSpec: start it, say what
@@ -148,8 +151,11 @@ func (a *app) buildProcess(ctx context.Context, spec processSpec) (_ *process, e
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", redactURL(spec.storeURL), err)
 	}
-	p.st = st
 	p.onClose(func() { _ = st.Close() })
+	if spec.wrapStore != nil {
+		st = spec.wrapStore(st)
+	}
+	p.st = st
 	// Before anything is written: a replica with another master key
 	// would replace the signing keys it cannot open.
 	if err := secret.CheckMasterKey(ctx, st, keyring); err != nil {

@@ -47,7 +47,15 @@ type Call struct {
 	CompletedAt    string
 	// Steps are the timed steps of the call, in order (status.steps).
 	Steps []Step
-	Audit []AuditRow
+	// TraceID is the call's trace (the annotation warden.dev/trace-id),
+	// empty when it was recorded without tracing.
+	TraceID string
+	Audit   []AuditRow
+}
+
+// TraceHref is the page of the call's trace.
+func (c Call) TraceHref() string {
+	return "/traces/" + url.PathEscape(c.TraceID) + "?namespace=" + url.QueryEscape(c.Namespace)
 }
 
 // Step is one timed step of a call, drawn as a bar whose length is its
