@@ -81,6 +81,14 @@ func TestConsoleApprover(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.status, string(r.raw))
 	require.Contains(t, string(r.raw), "approve via console: within the refund policy")
 	require.Contains(t, string(r.raw), "Idempotency key")
+	// One bar per step, each with its duration in text; the approval
+	// wait sits between the policy and the invocation.
+	page = string(r.raw)
+	require.Regexp(t, `(?s)4\.policy.*<th scope="row" id="step-4">approval</th><td class="num">[0-9]+\.[0-9]{3} ms</td><td><meter min="0" max="[0-9]+" value="[0-9]+" aria-labelledby="step-4">`, page)
+	for _, step := range []string{"1.resolve", "2.authenticate", "3.classify", "7.invoke", "8.result", "9.output"} {
+		require.Contains(t, page, ">"+step+"</th>")
+	}
+	require.Equal(t, 8, strings.Count(page, "<meter "), "one bar per step: four, the wait, three")
 
 	r = e.pageAs(alice, http.MethodGet, "/fleet/agents", nil)
 	require.Contains(t, string(r.raw), `href="/fleet/agents/default/bot"`)

@@ -56,6 +56,10 @@ type recorder struct {
 	reqs map[string][]recorded
 	// status answers a path with this status instead of 200.
 	status map[string]int
+	// react, when set for a path, acts on each request to it once the
+	// request is answered (a receiver that processes deliveries
+	// asynchronously, as integrations do).
+	react map[string]func(recorded)
 }
 
 type recorded struct {
@@ -64,13 +68,17 @@ type recorded struct {
 }
 
 func newRecorder(t testing.TB) *recorder {
-	r := &recorder{reqs: map[string][]recorded{}, status: map[string]int{}}
+	r := &recorder{reqs: map[string][]recorded{}, status: map[string]int{}, react: map[string]func(recorded){}}
 	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		b, _ := io.ReadAll(req.Body)
 		r.mu.Lock()
-		r.reqs[req.URL.Path] = append(r.reqs[req.URL.Path], recorded{header: req.Header.Clone(), body: b})
-		st := r.status[req.URL.Path]
+		got := recorded{header: req.Header.Clone(), body: b}
+		r.reqs[req.URL.Path] = append(r.reqs[req.URL.Path], got)
+		st, react := r.status[req.URL.Path], r.react[req.URL.Path]
 		r.mu.Unlock()
+		if react != nil {
+			defer func() { go react(got) }()
+		}
 		if st != 0 {
 			w.WriteHeader(st)
 			return

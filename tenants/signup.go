@@ -75,13 +75,8 @@ func (s *Service) Signup(ctx context.Context, req SignupRequest) (*store.TenantR
 	if err != nil {
 		problems = append(problems, "ownerEmail: "+err.Error())
 	}
-	switch {
-	case req.TenantID == "":
-		problems = append(problems, "tenantId: required")
-	case !resource.IsDNS1123Label(req.TenantID):
-		problems = append(problems, fmt.Sprintf("tenantId: %q is not a DNS-1123 label (lower-case letters, digits and '-', starting and ending with a letter or digit, at most 63 characters)", req.TenantID))
-	case reservedTenants[req.TenantID]:
-		problems = append(problems, fmt.Sprintf("tenantId: %q is reserved", req.TenantID))
+	if p := tenantIDProblem(req.TenantID); p != "" {
+		problems = append(problems, p)
 	}
 	if len(problems) > 0 {
 		return nil, apierr.New(apierr.CodeInvalidRequest, "signup: %s", strings.Join(problems, "; ")).
@@ -113,6 +108,41 @@ func (s *Service) Signup(ctx context.Context, req SignupRequest) (*store.TenantR
 	}
 	s.logger.InfoContext(ctx, "tenant signed up", "tenant", rec.ID)
 	return &rec, nil
+}
+
+// tenantIDProblem says what is wrong with a tenant id asked for; "" when
+// nothing is.
+func tenantIDProblem(id string) string {
+	switch {
+	case id == "":
+		return "tenantId: required"
+	case !resource.IsDNS1123Label(id):
+		return fmt.Sprintf("tenantId: %q is not a DNS-1123 label (lower-case letters, digits and '-', starting and ending with a letter or digit, at most 63 characters)", id)
+	case reservedTenants[id]:
+		return fmt.Sprintf("tenantId: %q is reserved", id)
+	}
+	return ""
+}
+
+// CheckSignup reports whether a sign-up for tenant id could succeed now,
+// before the person proves their e-mail address at the identity provider:
+// InvalidRequest for an invalid or reserved id, Conflict "tenant name
+// taken" for one that exists. Signup checks again, since the id may be
+// taken meanwhile.
+func (s *Service) CheckSignup(ctx context.Context, id string) error {
+	id = strings.TrimSpace(id)
+	if p := tenantIDProblem(id); p != "" {
+		return apierr.New(apierr.CodeInvalidRequest, "signup: %s", p).WithDetails(map[string]any{"problems": []string{p}})
+	}
+	_, err := s.st.TenantGet(ctx, id)
+	switch {
+	case err == nil:
+		return apierr.New(apierr.CodeConflict, "tenant name taken: %q already exists, choose another name", id)
+	case errors.Is(err, store.ErrNotFound):
+		return nil
+	default:
+		return fmt.Errorf("signup %q: look up tenant: %w", id, err)
+	}
 }
 
 // compensate removes the directory entry of a signup whose tenant

@@ -75,6 +75,10 @@ type Deps struct {
 	// SignupLimiter (optional) limits sign-ups per client IP; a client
 	// over its limit gets the sign-up page with 429 Too Many Requests.
 	SignupLimiter Limiter
+	// SignupFormAction are the origins (scheme://host[:port]) of the
+	// identity providers the sign-up form's post redirects to; its page
+	// allows them as form-action.
+	SignupFormAction []string
 	// SecureCookies marks the console's own cookies Secure even when the
 	// request arrived in plaintext (TLS terminated in front of Warden).
 	SecureCookies bool
@@ -172,7 +176,7 @@ func New(deps Deps) (*Console, error) {
 	*cs = Console{
 		deps:   deps,
 		assets: assets,
-		signup: &signup.Handler{Env: env, Service: deps.Signup, Limit: limit},
+		signup: &signup.Handler{Env: env, Service: deps.Signup, Limit: limit, CSP: FormActionPolicy(deps.SignupFormAction)},
 		signin: &signin.Handler{Env: env, Issuers: deps.Issuers, TenantSSO: deps.TenantSSO, LoginPath: deps.LoginPath,
 			LocalMode: deps.LocalMode, SignupEnabled: deps.Signup != nil},
 		members:    &members.Handler{Env: env, Service: deps.Members},

@@ -17,6 +17,17 @@ import (
 const ContentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 	"frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
 
+// FormActionPolicy is ContentSecurityPolicy with form posts allowed to
+// lead to origins too: the sign-up form's post is answered with a
+// redirect to the identity provider, and browsers apply form-action to
+// every redirect of a form's submission.
+func FormActionPolicy(origins []string) string {
+	if len(origins) == 0 {
+		return ContentSecurityPolicy
+	}
+	return ContentSecurityPolicy + " " + strings.Join(origins, " ")
+}
+
 // SecurityHeaders sets the console's security headers on every response.
 func SecurityHeaders(c *fiber.Ctx) error {
 	c.Set("Content-Security-Policy", ContentSecurityPolicy)

@@ -505,6 +505,7 @@ func TestCommands(t *testing.T) {
 		{name: "up port defaults to 8080", args: []string{"up", "--help"}, wantOut: []string{"--port int", "(default 8080)"}},
 		{name: "up with a port out of range", args: []string{"up", "--port", "0"}, wantCode: ExitUsage, wantErr: []string{"--port 0 is not a TCP port"}},
 		{name: "up without sign-ups per hour", args: []string{"up", "--signups-per-hour", "0"}, wantCode: ExitUsage, wantErr: []string{"--signups-per-hour 0 must be at least 1"}},
+		{name: "up with sign-up but no issuer", args: []string{"up", "--signup"}, wantCode: ExitUsage, wantErr: []string{"--signup needs --oidc-issuer"}},
 		{name: "up keeping no change history", args: []string{"up", "--change-history", "0"}, wantCode: ExitUsage, wantErr: []string{"--change-history 0 must be a number of entries, or -1"}},
 		{name: "up with a non-numeric port", args: []string{"up", "--port", "http"}, wantCode: ExitUsage, wantErr: []string{"invalid argument \"http\" for \"--port\""}},
 	}

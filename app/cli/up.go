@@ -96,6 +96,9 @@ tokens. Register <public URL>/auth/callback as the redirect URL there.`,
 			if people.issuer == "" && (people.clientID != "" || people.clientSecret != "") {
 				return usagef("--oidc-client-id and --oidc-client-secret need --oidc-issuer")
 			}
+			if people.signup && people.issuer == "" {
+				return usagef("--signup needs --oidc-issuer: a new tenant's owner proves their e-mail address by signing in there")
+			}
 			if people.issuer != "" && people.clientID == "" {
 				return usagef("--oidc-issuer needs --oidc-client-id")
 			}

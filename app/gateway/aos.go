@@ -235,8 +235,9 @@ func (gv *governor) ToolCallResult(ctx context.Context, req *aos.Request, p *aos
 	if p.ToolCallResult.Result.IsError {
 		res.failure = apierr.New(apierr.CodeToolFailed, "function tool %q reported an error", v.Spec.ToolRef.Name)
 	}
-	_ = c.step(ctx, "8.result", func(ctx context.Context) error { return c.checkResult(ctx, res) })
-	_ = c.step(ctx, "9.output", func(ctx context.Context) error { return c.processOutput(ctx, res) })
+	c.steps.begin()
+	_ = c.timed(ctx, stepResult, func(ctx context.Context) error { return c.checkResult(ctx, res) })
+	_ = c.timed(ctx, stepOutput, func(ctx context.Context) error { return c.processOutput(ctx, res) })
 	if err := c.step(ctx, "9.record", func(ctx context.Context) error { return c.finish(ctx, res) }); err != nil {
 		return aos.Decision{}, err
 	}
@@ -324,6 +325,7 @@ func (g *Gateway) callFromRecord(ctx context.Context, p auth.Principal, obj *res
 	if t, err := parseTime(v.Status.StartedAt); err == nil {
 		c.now = t
 	}
+	c.steps.load(obj.Status["steps"])
 	te, okTool := snap.tools[nsName{ns, c.req.Tool}]
 	ae, okAgent := snap.agents[nsName{ns, v.Spec.AgentRef.Name}]
 	available = okTool && okAgent && te.broken == ""

@@ -298,6 +298,7 @@ func (w *approvalWriter) decideCall(ctx context.Context, name string, approve bo
 func (w *approvalWriter) end(ctx context.Context, tc *resource.Object, phase string, output map[string]any) error {
 	st := cloneMap(tc.Status)
 	st["phase"], st["completedAt"], st["output"] = phase, timestamp(w.now), output
+	endWaitIn(st, w.now)
 	if _, err := w.tx.ResourceUpdateStatus(ctx, tc.Key(), st, tc.Metadata.ResourceVersion); err != nil {
 		return err
 	}

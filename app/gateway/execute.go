@@ -16,7 +16,8 @@ import (
 // result.
 func (g *Gateway) execute(ctx context.Context, c *call) (*Outcome, error) {
 	var res *result
-	err := c.step(ctx, "7.invoke", func(ctx context.Context) error {
+	c.steps.begin()
+	err := c.timed(ctx, stepInvoke, func(ctx context.Context) error {
 		r, err := c.invoke(ctx)
 		res = r
 		return err
@@ -25,8 +26,8 @@ func (g *Gateway) execute(ctx context.Context, c *call) (*Outcome, error) {
 		g.log.ErrorContext(ctx, "tool call failed inside the gateway", "toolcall", c.name, "err", err)
 		res = &result{failure: apierr.New(apierr.CodeInternal, "the gateway failed to run the tool"), cost: -1}
 	}
-	_ = c.step(ctx, "8.result", func(ctx context.Context) error { return c.checkResult(ctx, res) })
-	_ = c.step(ctx, "9.output", func(ctx context.Context) error { return c.processOutput(ctx, res) })
+	_ = c.timed(ctx, stepResult, func(ctx context.Context) error { return c.checkResult(ctx, res) })
+	_ = c.timed(ctx, stepOutput, func(ctx context.Context) error { return c.processOutput(ctx, res) })
 	if err := c.step(ctx, "9.record", func(ctx context.Context) error { return c.finish(ctx, res) }); err != nil {
 		return nil, err
 	}
@@ -90,6 +91,7 @@ func (c *call) finish(ctx context.Context, res *result) error {
 	}
 	st := cloneMap(c.obj.Status)
 	st["phase"], st["completedAt"], st["output"] = phase, timestamp(done), outMap
+	st["steps"] = c.steps.status()
 	if _, ok := st["startedAt"]; !ok {
 		st["startedAt"] = timestamp(c.now)
 	}

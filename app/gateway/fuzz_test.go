@@ -3,6 +3,7 @@ package gateway
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/warden-dev/warden/app/apierr"
 )
@@ -39,6 +40,41 @@ func FuzzDecodeCallRequest(f *testing.F) {
 		}
 		if _, err := IdempotencyKey("a", req.Tool, req.Input); err != nil {
 			t.Fatalf("accepted input has no idempotency key: %v", err)
+		}
+	})
+}
+
+// FuzzStepTimes reads any stored status.steps: load and endWait never
+// panic, and what status writes back lists known steps, in order, each
+// with a duration or, for an open wait only, a start.
+func FuzzStepTimes(f *testing.F) {
+	f.Add(`[{"name":"1.resolve","durationMs":0.012},{"name":"approval","durationMs":0,"startedAt":"2026-11-28T10:00:00Z"}]`)
+	f.Add(`[{"name":"7.invoke","durationMs":3.5},{"name":"nope"},7,null,{"name":"approval","startedAt":"yesterday"}]`)
+	f.Add(`{"name":"1.resolve"}`)
+	f.Fuzz(func(t *testing.T, raw string) {
+		var v any
+		if json.Unmarshal([]byte(raw), &v) != nil {
+			return
+		}
+		var st stepTimes
+		st.load(v)
+		_, _ = endWait(v, time.Date(2026, 11, 28, 11, 0, 0, 0, time.UTC))
+		last := -1
+		for _, e := range st.status() {
+			m := e.(map[string]any)
+			i := -1
+			for j, n := range stepNames {
+				if n == m["name"] {
+					i = j
+				}
+			}
+			if i <= last {
+				t.Fatalf("entry %v out of order or unknown", m)
+			}
+			last = i
+			if _, open := m["startedAt"]; open && i != stepApproval {
+				t.Fatalf("only the approval wait may be open: %v", m)
+			}
 		}
 	})
 }

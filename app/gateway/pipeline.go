@@ -96,6 +96,8 @@ type call struct {
 	obj      *resource.Object
 	replayed bool
 	warnings []string
+	// steps times the steps, for status.steps.
+	steps stepTimes
 }
 
 // Call runs a tool call through the nine steps for the agent p.
@@ -127,6 +129,13 @@ func (c *call) step(ctx context.Context, name string, fn func(ctx context.Contex
 	return nil
 }
 
+// timed runs step i in its span and times it from the previous lap.
+func (c *call) timed(ctx context.Context, i int, fn func(ctx context.Context) error) error {
+	err := c.step(ctx, stepNames[i], fn)
+	c.steps.lap(i)
+	return err
+}
+
 func errorCode(err error) string {
 	if e, ok := apierr.As(err); ok {
 		return e.Code
@@ -150,18 +159,9 @@ func (c *call) run(ctx context.Context) (*Outcome, error) {
 		return nil, err
 	}
 	c.snap = snap
-	steps := []struct {
-		name string
-		fn   func(context.Context) error
-	}{
-		{"1.resolve", c.resolve},
-		{"2.authenticate", c.authenticate},
-		{"3.classify", c.classify},
-		{"4.policy", c.evaluate},
-		{"5.record", c.record},
-	}
-	for _, s := range steps {
-		if err := c.step(ctx, s.name, s.fn); err != nil {
+	c.steps.begin()
+	for i, fn := range [...]func(context.Context) error{c.resolve, c.authenticate, c.classify, c.evaluate, c.record} {
+		if err := c.timed(ctx, i, fn); err != nil {
 			return nil, err
 		}
 	}
@@ -172,7 +172,7 @@ func (c *call) run(ctx context.Context) (*Outcome, error) {
 		c.mark.set(false)
 		return c.g.replayed(ctx, c)
 	}
-	if err := c.step(ctx, "6.trace", c.emitRequest); err != nil {
+	if err := c.timed(ctx, stepTrace, c.emitRequest); err != nil {
 		return nil, err
 	}
 	if c.phase() == PhaseAwaitingApproval {

@@ -59,7 +59,9 @@ func (g *Gateway) claimApproved(ctx context.Context, tenant, ns, name string) (*
 			return nil
 		}
 		st := cloneMap(tc.Status)
-		st["phase"], st["startedAt"] = PhaseRunning, timestamp(g.now().UTC())
+		now := g.now().UTC()
+		st["phase"], st["startedAt"] = PhaseRunning, timestamp(now)
+		endWaitIn(st, now)
 		claimed, err = tx.ResourceUpdateStatus(ctx, key, st, tc.Metadata.ResourceVersion)
 		if errors.Is(err, store.ErrConflict) {
 			claimed = nil

@@ -31,6 +31,10 @@ const (
 // phase Denied.
 func (c *call) record(ctx context.Context) error {
 	c.name = callPrefix + newSuffix(c.now)
+	if c.approvalRequired && c.denial == nil {
+		// The wait for the approver starts at the record write.
+		c.steps.pause(c.g.now().UTC())
+	}
 	if c.denial != nil {
 		return c.recordDenied(ctx, c.denial, events.PolicyDenied)
 	}
@@ -237,6 +241,12 @@ func (c *call) newRecord() *resource.Object {
 	} else {
 		o.Status = map[string]any{"phase": PhaseRunning, "startedAt": timestamp(c.now)}
 	}
+	if c.approvalRequired || c.req.hook {
+		// The call's result is written by another request (a resume
+		// or the agent's toolCallResult), which reads the steps so far
+		// from here. A call this request finishes writes them then.
+		o.Status["steps"] = c.steps.status()
+	}
 	return o
 }
 
@@ -339,6 +349,10 @@ func (w *txWriter) deniedWith(ctx context.Context, denial *apierr.Error, eventTy
 		c.approvalRequired, ApprovalNotRequired)
 	c.annotate(o)
 	o.Status = map[string]any{"phase": PhaseDenied, "completedAt": timestamp(c.now), "output": errorOutput(denial.Code, denial.Message, denial.Details)}
+	steps := c.steps
+	steps.ran &^= 1 << stepApproval // a denied call never waited
+	steps.waitFrom = time.Time{}
+	o.Status["steps"] = steps.status()
 	obj, err := w.tx.ResourceCreate(ctx, o)
 	if err != nil {
 		return err

@@ -25,6 +25,8 @@ type flow struct {
 	Issuer   string `json:"i"`
 	Tenant   string `json:"t,omitempty"`
 	Expires  int64  `json:"e"`
+	// Signup is set when the flow signs a new tenant's owner up.
+	Signup *SignupIntent `json:"u,omitempty"`
 }
 
 func (h *Handler) sign(payload string) string {

@@ -44,6 +44,10 @@ type Handler struct {
 
 	// locals are local mode's one-time sign-in links (locallink.go).
 	locals localLinks
+
+	// signup creates the tenant of a verified sign-up (WithSignup); nil
+	// refuses sign-ups.
+	signup SignupFunc
 }
 
 // New returns a Handler. now defaults to time.Now, logger to slog.Default().

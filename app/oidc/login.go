@@ -50,26 +50,10 @@ func (h *Handler) Login(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	party, err := h.relyingParty(ctx, p)
+	to, err := h.startFlow(c, p, tenant, nil)
 	if err != nil {
 		return err
 	}
-	var f flow
-	if f.State, err = randomToken(); err != nil {
-		return err
-	}
-	if f.Nonce, err = randomToken(); err != nil {
-		return err
-	}
-	if f.Verifier, err = randomToken(); err != nil {
-		return err
-	}
-	f.Issuer, f.Tenant, f.Expires = p.name, tenant, h.now().Add(h.cfg.FlowTTL).Unix()
-	if err := h.setFlow(c, f); err != nil {
-		return err
-	}
-	to := rp.AuthURL(f.State, party, rp.WithCodeChallenge(zoidc.NewSHACodeChallenge(f.Verifier)),
-		rp.AuthURLOpt(rp.WithURLParam("nonce", f.Nonce)))
 	return c.Redirect(to, fiber.StatusFound)
 }
 
@@ -192,11 +176,17 @@ func (h *Handler) Callback(c *fiber.Ctx) error {
 	if err != nil {
 		return unauthenticated("sign-in refused: the identity provider gave no usable e-mail address")
 	}
+	if !verified && f.Signup != nil {
+		return apierr.New(apierr.CodeForbidden, "sign-up refused: the identity provider has not verified %s; verify it there and sign up again", email)
+	}
 	if !verified {
 		return apierr.New(apierr.CodeForbidden, "sign-in refused: %s is not verified at the identity provider", email)
 	}
 	if err := h.limit(c, "email:"+email); err != nil {
 		return err
+	}
+	if f.Signup != nil {
+		return h.completeSignup(c, p, *f.Signup, email, claims)
 	}
 
 	tenant, choice, err := h.pickTenant(ctx, p, f.Tenant, email)

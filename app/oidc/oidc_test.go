@@ -84,11 +84,13 @@ func startProvider(t *testing.T) string {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
 		opIssuer = srv.URL
 		users := testUsers{}
-		for i, email := range []string{"alice@acme.example", "bob@acme.example", "carol@acme.example", "eve@evil.example", "nobody@acme.example", "dan@globex.example"} {
+		for i, email := range []string{"alice@acme.example", "bob@acme.example", "carol@acme.example", "eve@evil.example", "nobody@acme.example", "dan@globex.example",
+			"founder@startup.example", "unverified@startup.example"} {
 			id := "u" + string(rune('0'+i))
 			users[id] = &storage.User{ID: id, Username: email, Password: password, FirstName: "T", LastName: "U",
 				Email: email, EmailVerified: true, PreferredLanguage: language.English}
 		}
+		users["u7"].EmailVerified = false
 		// dan's family_name stands in for a group claim in the SSO test.
 		users["u5"].LastName = "Admins"
 		clients := map[string]*storage.Client{"warden": storage.WebClient("warden", "secret", redirectURL)}
@@ -167,6 +169,7 @@ func setupOn(t *testing.T, storeURL string, mutate ...func(*Config)) bundle {
 	}
 	h, err := New(cfg, st, now, log)
 	require.NoError(t, err)
+	h.WithSignup(svc.Signup)
 
 	app := fiber.New(fiber.Config{ErrorHandler: func(c *fiber.Ctx, err error) error {
 		e, ok := apierr.As(err)
@@ -178,6 +181,9 @@ func setupOn(t *testing.T, storeURL string, mutate ...func(*Config)) bundle {
 	app.Get("/auth/login", h.Login)
 	app.Get("/auth/callback", h.Callback)
 	app.Post("/auth/logout", h.Logout)
+	app.Post("/signup", func(c *fiber.Ctx) error {
+		return h.StartSignup(c, "", SignupIntent{Tenant: c.FormValue("tenant"), DisplayName: c.FormValue("organization"), OwnerName: c.FormValue("name")})
+	})
 	console := app.Group("/console", h.SessionAuth, h.CSRF)
 	console.Get("/whoami", func(c *fiber.Ctx) error {
 		p, _ := auth.PrincipalFrom(c.UserContext())
@@ -237,6 +243,13 @@ func (b bundle) authorize(t *testing.T, query, email string) started {
 	t.Helper()
 	resp := b.do(t, httptest.NewRequest(http.MethodGet, "/auth/login?"+query, nil))
 	require.Equal(t, http.StatusFound, resp.StatusCode, body(t, resp))
+	return b.authorizeFrom(t, resp, email)
+}
+
+// authorizeFrom follows resp, the start of a flow (sign-in or sign-up),
+// through the provider's login form for email.
+func (b bundle) authorizeFrom(t *testing.T, resp *http.Response, email string) started {
+	t.Helper()
 	flowC := cookieOf(resp, FlowCookie)
 	require.NotNil(t, flowC)
 	require.True(t, flowC.HttpOnly)
@@ -264,6 +277,17 @@ func (b bundle) authorize(t *testing.T, query, email string) started {
 	require.NoError(t, err)
 	require.Equal(t, "warden.test", cb.Host)
 	return started{flow: flowC, callback: cb}
+}
+
+// flowOf decodes a flow cookie and returns it with its signature.
+func flowOf(t *testing.T, c *http.Cookie) (flow, string) {
+	t.Helper()
+	payload, sig, _ := strings.Cut(c.Value, ".")
+	raw, err := base64.RawURLEncoding.DecodeString(payload)
+	require.NoError(t, err)
+	var f flow
+	require.NoError(t, json.Unmarshal(raw, &f))
+	return f, sig
 }
 
 func (b bundle) callback(t *testing.T, s started) *http.Response {
@@ -427,11 +451,7 @@ func TestCallbackRefusals(t *testing.T) {
 	})
 	t.Run("wrong nonce", func(t *testing.T) {
 		s := b.authorize(t, "", "alice@acme.example")
-		payload, _, _ := strings.Cut(s.flow.Value, ".")
-		raw, err := base64.RawURLEncoding.DecodeString(payload)
-		require.NoError(t, err)
-		var f flow
-		require.NoError(t, json.Unmarshal(raw, &f))
+		f, _ := flowOf(t, s.flow)
 		f.Nonce = "another-sign-in"
 		nb, _ := json.Marshal(f)
 		np := base64.RawURLEncoding.EncodeToString(nb)

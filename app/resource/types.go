@@ -618,6 +618,21 @@ type ToolCallStatus struct {
 	CompletedAt string `json:"completedAt,omitempty"`
 	// Output is the tool's result.
 	Output map[string]any `json:"output,omitempty"`
+	// Steps are the durations of the gateway's steps, in order (Warden's
+	// own field).
+	Steps []ToolCallStep `json:"steps,omitempty"`
+}
+
+// ToolCallStep is one entry of a ToolCall's status.steps.
+type ToolCallStep struct {
+	// Name is the step's name: "1.resolve" … "9.output", or "approval"
+	// for a paused call's wait for its approver.
+	Name string `json:"name"`
+	// DurationMs is how long the step took, in milliseconds.
+	DurationMs float64 `json:"durationMs,omitempty"`
+	// StartedAt is set instead of DurationMs on an approval wait that has
+	// not ended: when it began (RFC 3339 UTC).
+	StartedAt string `json:"startedAt,omitempty"`
 }
 
 // ApprovalSpec is the spec of an Approval.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"sort"
 	"strings"
 	"time"
@@ -77,6 +78,12 @@ func (s *Server) buildConsole() error {
 		deps.TenantSSO = consoleTenantSSO{s: s}
 	}
 	if s.cfg.Signup {
+		s.oidc.WithSignup(svc.Signup)
+		for _, is := range s.cfg.OIDC.Issuers {
+			if u, err := url.Parse(is.IssuerURL); err == nil {
+				deps.SignupFormAction = append(deps.SignupFormAction, u.Scheme+"://"+u.Host)
+			}
+		}
 		deps.Signup = consoleSignup{s: s, svc: svc}
 		deps.SignupLimiter = oidc.NewLimiter(s.cfg.SignupLimit, s.now)
 	}
@@ -480,24 +487,24 @@ func (a consoleTenantSSO) TenantIssuers(ctx context.Context, tenant string) ([]s
 	return []signin.Issuer{{ID: "sso", Name: tenant + " single sign-on"}}, nil
 }
 
-// consoleSignup creates tenants through tenants.Service (cfg.Signup only)
-// and writes the first audit record of the new tenant.
+// consoleSignup starts sign-ups (cfg.Signup only): it checks the tenant
+// id and hands the person to the identity provider, whose callback
+// creates the tenant with the e-mail address the provider verified
+// (oidc.Handler.WithSignup).
 type consoleSignup struct {
 	s   *Server
 	svc *tenants.Service
 }
 
-func (a consoleSignup) Signup(ctx context.Context, req signup.Request) (store.TenantRecord, error) {
-	rec, err := a.svc.Signup(ctx, tenants.SignupRequest{TenantID: req.Tenant, DisplayName: req.DisplayName, OwnerEmail: req.OwnerEmail, OwnerName: req.OwnerName})
-	if err != nil {
-		if e, ok := apierr.As(err); ok && e.Code == apierr.CodeConflict {
-			return store.TenantRecord{}, fmt.Errorf("%s: %w", e.Message, store.ErrAlreadyExists)
-		}
-		return store.TenantRecord{}, err
+func (a consoleSignup) Check(ctx context.Context, tenant string) error {
+	err := a.svc.CheckSignup(ctx, tenant)
+	if e, ok := apierr.As(err); ok && e.Code == apierr.CodeConflict {
+		return fmt.Errorf("%s: %w", e.Message, store.ErrAlreadyExists)
 	}
-	if act, ok := ctx.Value(consoleActionKey{}).(*consoleAction); ok {
-		act.tenant, act.actor = rec.ID, "signup:"+req.OwnerEmail
-	}
-	noteConsole(ctx, "signup", "", "tenants/"+rec.ID, nil)
-	return *rec, nil
+	return err
+}
+
+func (a consoleSignup) Start(c *fiber.Ctx, req signup.Request) error {
+	return a.s.oidc.StartSignup(c, a.s.cfg.OIDC.Issuers[0].Name,
+		oidc.SignupIntent{Tenant: req.Tenant, DisplayName: req.DisplayName, OwnerName: req.OwnerName})
 }

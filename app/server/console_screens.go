@@ -304,6 +304,7 @@ func (cs consoleScreens) Get(ctx context.Context, p auth.Principal, ns, name str
 		c.Input, c.Output = indent(tc.Spec["input"]), indent(tc.Status["output"])
 		c.StartedAt, _ = tc.Status["startedAt"].(string)
 		c.CompletedAt, _ = tc.Status["completedAt"].(string)
+		c.Steps = toolcalls.NewSteps(tc.Status["steps"])
 		since := time.Time{}
 		if t, err := time.Parse(time.RFC3339, tc.Metadata.CreationTimestamp); err == nil {
 			since = t.Add(-time.Second)

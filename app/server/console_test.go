@@ -268,20 +268,33 @@ func TestConsoleAuthorizesEveryAction(t *testing.T) {
 	require.Equal(t, len(tests), denied, "each refused console write is audited as denied: %s", r.body)
 }
 
+// TestConsoleSignup: the sign-up form checks the tenant id and sends the
+// person to the identity provider; it creates nothing itself, and sign-up
+// without an issuer is refused at start-up.
 func TestConsoleSignup(t *testing.T) {
 	t.Parallel()
-	b := consoleSetup(t, withOIDC(true))
+	idp := discoveryOnly(t)
+	b := consoleSetup(t, withSignupLimit(idp, 100))
 	r := b.page(t, http.MethodGet, "/signin", "", nil, nil)
 	require.Contains(t, string(r.body), `href="/signup"`)
+	// Browsers apply form-action to the redirect the post answers with.
+	r = b.page(t, http.MethodGet, "/signup", "", nil, nil)
+	require.Equal(t, web.ContentSecurityPolicy+" "+idp, r.header.Get("Content-Security-Policy"))
 	cookie, token := signupToken(t, b)
-	form := url.Values{"organization": {"Acme"}, "tenant": {"acme"}, "name": {"Ada"}, "email": {"ada@acme.example"}, oidc.CSRFField: {token}}
+	form := url.Values{"organization": {"Acme"}, "tenant": {"acme"}, "name": {"Ada"}, "email": {"mallory@evil.example"}, oidc.CSRFField: {token}}
 	formCookie := map[string]string{"Cookie": web.FormCookie + "=" + cookie}
 	r = b.page(t, http.MethodPost, "/signup", "", form, formCookie)
-	require.Equal(t, http.StatusSeeOther, r.status, string(r.body))
-	require.Equal(t, "/signin?welcome=1&tenant=acme", r.header.Get("Location"))
+	requireSentToIdP(t, b, r, idp, "acme")
+	require.NotContains(t, r.header.Get("Location"), "mallory", "a typed e-mail goes nowhere")
+
+	require.NoError(t, b.store.TenantCreate(context.Background(), store.TenantRecord{ID: "taken", CreatedAt: time.Now()}))
+	form.Set("tenant", "taken")
 	r = b.page(t, http.MethodPost, "/signup", "", form, formCookie)
 	require.Equal(t, http.StatusUnprocessableEntity, r.status)
 	require.Contains(t, string(r.body), "is taken")
+
+	_, err := server.New(server.Config{Store: b.store, Signup: true})
+	require.ErrorContains(t, err, "sign-up needs an OIDC issuer")
 }
 
 // TestConsoleAuditNewestFirst: the audit page, read from the store, lists

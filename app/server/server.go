@@ -321,6 +321,9 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("workload identity issuer: %w", err)
 	}
+	if cfg.Signup && (cfg.OIDC == nil || len(cfg.OIDC.Issuers) == 0) {
+		return nil, errors.New("sign-up needs an OIDC issuer (Config.OIDC): the new owner proves their e-mail address by signing in there")
+	}
 	people, err := newPeopleSignIn(cfg)
 	if err != nil {
 		return nil, err

@@ -1,9 +1,13 @@
 package server_test
 
 import (
+	"context"
+	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +15,7 @@ import (
 
 	"github.com/warden-dev/warden/app/oidc"
 	"github.com/warden-dev/warden/app/server"
+	"github.com/warden-dev/warden/app/store"
 	"github.com/warden-dev/warden/web"
 )
 
@@ -37,25 +42,68 @@ func signupToken(t *testing.T, b *bundle) (cookie, token string) {
 }
 
 func signupForm(tenant, token string) url.Values {
-	f := url.Values{"organization": {"Org " + tenant}, "tenant": {tenant}, "name": {"Ada"}, "email": {"ada@" + tenant + ".example"}}
+	f := url.Values{"organization": {"Org " + tenant}, "tenant": {tenant}, "name": {"Ada"}}
 	if token != "" {
 		f.Set(oidc.CSRFField, token)
 	}
 	return f
 }
 
-func withSignupLimit(n int) func(*server.Config) {
+// withSignupLimit turns sign-up on, through an issuer that serves only
+// its discovery document (discoveryOnly), with n sign-ups per client IP
+// an hour.
+func withSignupLimit(issuer string, n int) func(*server.Config) {
 	return func(c *server.Config) {
 		withOIDC(true)(c)
+		c.OIDC.Issuers[0].IssuerURL = issuer
 		c.SignupLimit = oidc.RateLimit{Attempts: n, Window: time.Hour}
 	}
+}
+
+// discoveryOnly serves an OpenID Provider's discovery document and nothing
+// else: enough for the sign-up form to send people to its authorization
+// endpoint, which is as far as these tests follow them (app/oidc and e2e
+// run the whole flow with a real provider).
+func discoveryOnly(t *testing.T) string {
+	t.Helper()
+	var srv *httptest.Server
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/.well-known/openid-configuration" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"issuer": srv.URL, "authorization_endpoint": srv.URL + "/authorize",
+			"token_endpoint": srv.URL + "/token", "jwks_uri": srv.URL + "/keys", "userinfo_endpoint": srv.URL + "/userinfo",
+			"response_types_supported": []string{"code"}, "subject_types_supported": []string{"public"},
+			"id_token_signing_alg_values_supported": []string{"RS256"}})
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// requireSentToIdP checks that r hands the person to the issuer's
+// authorization endpoint, with the flow cookie, and that nothing was
+// created yet.
+func requireSentToIdP(t *testing.T, b *bundle, r response, issuer, tenant string) {
+	t.Helper()
+	require.Equal(t, http.StatusSeeOther, r.status, "%s", r.body)
+	require.True(t, strings.HasPrefix(r.header.Get("Location"), issuer+"/authorize?"), r.header.Get("Location"))
+	found := false
+	for _, c := range (&http.Response{Header: r.header}).Cookies() {
+		found = found || c.Name == oidc.FlowCookie && c.HttpOnly
+	}
+	require.True(t, found, "the flow cookie is set")
+	_, err := b.store.TenantGet(context.Background(), tenant)
+	require.ErrorIs(t, err, store.ErrNotFound, "nothing is created before the provider proves the e-mail")
 }
 
 // TestSignupIsGuarded posts sign-ups as a forger would: from another site,
 // without the token, with the token in the URL, and too often.
 func TestSignupIsGuarded(t *testing.T) {
 	t.Parallel()
-	b := consoleSetup(t, withSignupLimit(100))
+	idp := discoveryOnly(t)
+	b := consoleSetup(t, withSignupLimit(idp, 100))
 	cookie, token := signupToken(t, b)
 	formCookie := map[string]string{"Cookie": web.FormCookie + "=" + cookie}
 	withOrigin := func(origin string) map[string]string {
@@ -81,6 +129,9 @@ func TestSignupIsGuarded(t *testing.T) {
 	for _, tc := range cases {
 		r := b.page(t, http.MethodPost, tc.path, "", tc.form, tc.header)
 		require.Equal(t, tc.status, r.status, "%s: %s", tc.name, r.body)
+		if tc.status == http.StatusSeeOther {
+			requireSentToIdP(t, b, r, idp, tc.form.Get("tenant"))
+		}
 	}
 }
 
@@ -89,7 +140,7 @@ func TestSignupIsGuarded(t *testing.T) {
 func TestSignupIsRateLimited(t *testing.T) {
 	t.Parallel()
 	const limit = 3
-	b := consoleSetup(t, withSignupLimit(limit))
+	b := consoleSetup(t, withSignupLimit(discoveryOnly(t), limit))
 	cookie, token := signupToken(t, b)
 	header := map[string]string{"Cookie": web.FormCookie + "=" + cookie}
 	for i := range limit {

@@ -6,8 +6,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"net/mail"
-	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -19,10 +17,17 @@ import (
 	"github.com/warden-dev/warden/web/layout"
 )
 
-// Service creates tenants (tenants/ implements it).
+// Service starts sign-ups (app/server implements it over tenants/ and
+// app/oidc).
 type Service interface {
-	// Signup creates the tenant and its first owner, who then signs in.
-	Signup(ctx context.Context, req Request) (store.TenantRecord, error)
+	// Check reports whether the tenant id may be signed up for now: an
+	// error wrapping store.ErrAlreadyExists when it is taken.
+	Check(ctx context.Context, tenant string) error
+	// Start sends the person to the identity provider with the sign-up.
+	// Nothing is created before the provider has proved the owner's
+	// e-mail address; the tenant is created, with that address as its
+	// owner's, when the person comes back.
+	Start(c *fiber.Ctx, req Request) error
 }
 
 // Request is the sign-up form.
@@ -30,9 +35,9 @@ type Request struct {
 	// Tenant is the DNS-1123 tenant id; DisplayName the organisation's name.
 	Tenant      string
 	DisplayName string
-	// OwnerEmail and OwnerName are the first owner.
-	OwnerEmail string
-	OwnerName  string
+	// OwnerName is the first owner's name. Their e-mail is the address
+	// the identity provider verified.
+	OwnerName string
 }
 
 var dns1123 = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
@@ -44,22 +49,33 @@ type Handler struct {
 	// Limit (optional) takes one sign-up from the client's allowance;
 	// false answers 429 with the time until the next one.
 	Limit func(c *fiber.Ctx) (ok bool, retryAfter time.Duration)
+	// CSP (optional) replaces the page's Content-Security-Policy: the
+	// console's, with the identity provider's origin as a form-action,
+	// where the form's post is redirected.
+	CSP string
+}
+
+func (h *Handler) setCSP(c *fiber.Ctx) {
+	if h.CSP != "" {
+		c.Set("Content-Security-Policy", h.CSP)
+	}
 }
 
 // Get renders the empty form.
 func (h *Handler) Get(c *fiber.Ctx) error {
+	h.setCSP(c)
 	return layout.Render(c, fiber.StatusOK, View(Model{Page: h.Env.Page(c, "Sign up", "")}))
 }
 
-// Post validates the form, creates the tenant and sends the new owner to
-// sign in.
+// Post validates the form and sends the person to the identity provider,
+// which proves the owner's e-mail address before the tenant is created.
 func (h *Handler) Post(c *fiber.Ctx) error {
+	h.setCSP(c)
 	m := Model{
 		Page:         h.Env.Page(c, "Sign up", ""),
 		Organization: layout.Form(c, "organization"),
 		Tenant:       strings.ToLower(layout.Form(c, "tenant")),
 		Name:         layout.Form(c, "name"),
-		Email:        strings.ToLower(layout.Form(c, "email")),
 	}
 	if h.Limit != nil {
 		if ok, wait := h.Limit(c); !ok {
@@ -78,18 +94,18 @@ func (h *Handler) Post(c *fiber.Ctx) error {
 	if m.Name == "" {
 		m.NameError = "Enter your name."
 	}
-	if a, err := mail.ParseAddress(m.Email); err != nil || a.Address != m.Email {
-		m.EmailError = "Enter an e-mail address such as ada@example.com."
-	}
 	if !m.HasErrors() {
-		_, err := h.Service.Signup(c.UserContext(), Request{Tenant: m.Tenant, DisplayName: m.Organization, OwnerEmail: m.Email, OwnerName: m.Name})
+		err := h.Service.Check(c.UserContext(), m.Tenant)
+		if err == nil {
+			err = h.Service.Start(c, Request{Tenant: m.Tenant, DisplayName: m.Organization, OwnerName: m.Name})
+		}
 		switch {
 		case err == nil:
-			return c.Redirect("/signin?welcome=1&tenant="+url.QueryEscape(m.Tenant), fiber.StatusSeeOther)
+			return nil
 		case errors.Is(err, store.ErrAlreadyExists):
 			m.TenantError = "The tenant id " + m.Tenant + " is taken; choose another."
 		default:
-			m.Error = h.Env.ErrorMessage(c, "create the tenant", err)
+			m.Error = h.Env.ErrorMessage(c, "start the sign-up", err)
 		}
 	}
 	return layout.Render(c, fiber.StatusUnprocessableEntity, View(m))

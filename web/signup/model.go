@@ -9,17 +9,15 @@ type Model struct {
 	Organization string
 	Tenant       string
 	Name         string
-	Email        string
 	// Field errors, each tied to its field by aria-describedby.
 	OrganizationError string
 	TenantError       string
 	NameError         string
-	EmailError        string
 	// Error is a form-level error (e.g. the tenant id is taken).
 	Error string
 }
 
 // HasErrors reports whether any field or the form has an error.
 func (m Model) HasErrors() bool {
-	return m.OrganizationError != "" || m.TenantError != "" || m.NameError != "" || m.EmailError != "" || m.Error != ""
+	return m.OrganizationError != "" || m.TenantError != "" || m.NameError != "" || m.Error != ""
 }

@@ -5,6 +5,7 @@ package toolcalls
 import (
 	"context"
 	"net/url"
+	"strconv"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -44,6 +45,8 @@ type Call struct {
 	Approval       string
 	StartedAt      string
 	CompletedAt    string
+	// Steps are the timed steps of the call, in order (status.steps).
+	Steps []Step
 	// TraceID is the call's trace (the annotation warden.dev/trace-id),
 	// empty when it was recorded without tracing.
 	TraceID string
@@ -53,6 +56,57 @@ type Call struct {
 // TraceHref is the page of the call's trace.
 func (c Call) TraceHref() string {
 	return "/traces/" + url.PathEscape(c.TraceID) + "?namespace=" + url.QueryEscape(c.Namespace)
+}
+
+// Step is one timed step of a call, drawn as a bar whose length is its
+// share of the longest step and labelled with its duration in text.
+type Step struct {
+	Name string
+	// Duration is the step's duration as text ("0.412 ms"), or what is
+	// known of a step still under way ("waiting since …").
+	Duration string
+	// Micros is the duration in microseconds; Max the longest step's,
+	// the bar's scale. Zero while the step is under way.
+	Micros int64
+	Max    int64
+	// Timed is false for a step still under way (an open approval wait).
+	Timed bool
+}
+
+// NewSteps reads status.steps: [{name, durationMs} or {name, startedAt}].
+func NewSteps(v any) []Step {
+	list, _ := v.([]any)
+	var out []Step
+	var longest int64
+	for _, e := range list {
+		m, _ := e.(map[string]any)
+		name, _ := m["name"].(string)
+		if name == "" {
+			continue
+		}
+		st := Step{Name: name}
+		if ms, ok := m["durationMs"].(float64); ok {
+			st.Micros, st.Timed = int64(ms*1000), true
+			st.Duration = strconv.FormatFloat(ms, 'f', 3, 64) + " ms"
+			longest = max(longest, st.Micros)
+		} else if at, _ := m["startedAt"].(string); at != "" {
+			st.Duration = "waiting since " + at
+		}
+		out = append(out, st)
+	}
+	for i := range out {
+		out[i].Max = max(longest, 1)
+	}
+	return out
+}
+
+// Total is the sum of the steps' durations as text.
+func (c Call) Total() string {
+	var us int64
+	for _, s := range c.Steps {
+		us += s.Micros
+	}
+	return strconv.FormatFloat(float64(us)/1000, 'f', 3, 64) + " ms"
 }
 
 // AuditRow is one audit record about the call or its approval.

@@ -49,6 +49,7 @@ type Fake struct {
 	audit      map[string][]appaudit.Record
 	sessions   map[string]auth.Principal
 	seq        int
+	started    []signup.Request
 	// FixedCSRF, when set, is the CSRF token of every request (golden files
 	// need stable output).
 	FixedCSRF string
@@ -205,8 +206,9 @@ func (f *Fake) AddAudit(r appaudit.Record) {
 	f.audit[r.Tenant] = append(f.audit[r.Tenant], r)
 }
 
-// Signup creates a tenant, its owner and a default namespace.
-func (f *Fake) Signup(_ context.Context, req signup.Request) (store.TenantRecord, error) {
+// Signup creates a tenant, its owner (ownerEmail) and a default namespace,
+// as a sign-up the identity provider verified does.
+func (f *Fake) Signup(_ context.Context, req signup.Request, ownerEmail string) (store.TenantRecord, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if _, ok := f.tenants[req.Tenant]; ok {
@@ -214,11 +216,40 @@ func (f *Fake) Signup(_ context.Context, req signup.Request) (store.TenantRecord
 	}
 	t := store.TenantRecord{ID: req.Tenant, DisplayName: req.DisplayName, CreatedAt: f.now()}
 	f.tenants[t.ID] = t
-	f.members[t.ID] = []members.Member{{Member: store.Member{Tenant: t.ID, Email: req.OwnerEmail, Name: req.OwnerName, Owner: true,
+	f.members[t.ID] = []members.Member{{Member: store.Member{Tenant: t.ID, Email: ownerEmail, Name: req.OwnerName, Owner: true,
 		Status: store.MemberInvited, InvitedBy: "signup", CreatedAt: f.now()}, Role: auth.RoleOwner}}
 	f.namespaces[t.ID] = []namespaces.Namespace{{Name: "default", DisplayName: "Default", CreatedAt: f.now()}}
-	f.record(auth.Principal{Tenant: t.ID, Subject: "signup:" + req.OwnerEmail}, "signup", "", "tenants/"+t.ID)
+	f.record(auth.Principal{Tenant: t.ID, Subject: "signup:" + ownerEmail}, "signup", "", "tenants/"+t.ID)
 	return t, nil
+}
+
+// Check refuses a tenant id that exists.
+func (f *Fake) Check(_ context.Context, tenant string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.tenants[tenant]; ok {
+		return fmt.Errorf("tenant %q: %w", tenant, store.ErrAlreadyExists)
+	}
+	return nil
+}
+
+// SignupIdP is where the fake's Start sends a sign-up: a stand-in for the
+// identity provider's authorization endpoint.
+const SignupIdP = "https://idp.test/authorize"
+
+// Start sends the sign-up to SignupIdP and remembers it (Started).
+func (f *Fake) Start(c *fiber.Ctx, req signup.Request) error {
+	f.mu.Lock()
+	f.started = append(f.started, req)
+	f.mu.Unlock()
+	return c.Redirect(SignupIdP+"?tenant="+url.QueryEscape(req.Tenant), fiber.StatusSeeOther)
+}
+
+// Started returns the sign-ups Start sent to the identity provider.
+func (f *Fake) Started() []signup.Request {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]signup.Request(nil), f.started...)
 }
 
 // TenantIssuers gives every tenant an SSO issuer named after it.
