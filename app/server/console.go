@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sort"
 	"strings"
 	"time"
 
@@ -51,6 +50,7 @@ func (s *Server) buildConsole() error {
 	if s.cfg.Inviter != nil {
 		svc = svc.WithInviter(s.cfg.Inviter)
 	}
+	s.tenants = svc
 	deps := web.Deps{
 		Principal:  s.consolePrincipal,
 		CSRFToken:  oidc.CSRFToken,
@@ -252,39 +252,13 @@ type consoleMembers struct {
 }
 
 func (a consoleMembers) Members(ctx context.Context, p auth.Principal) ([]members.Member, error) {
-	if err := a.s.checkPrincipal(ctx, p, auth.VerbList, "", authz.ObjMembers); err != nil {
-		return nil, err
-	}
-	ms, err := a.svc.Members(ctx, p)
+	ms, err := a.svc.MembersWithRoles(ctx, p)
 	if err != nil {
 		return nil, err
-	}
-	var b *authz.Bindings
-	err = a.s.store.View(ctx, p.Tenant, func(ctx context.Context, r store.Reader) error {
-		var err error
-		b, err = authz.LoadBindings(ctx, r)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	roles := map[string][]string{}
-	for _, g := range b.Grants {
-		if email, ok := strings.CutPrefix(g.Subject, authz.UserSubject("")); ok {
-			roles[email] = append(roles[email], g.Role+" in "+g.Domain)
-		}
 	}
 	out := make([]members.Member, 0, len(ms))
 	for _, m := range ms {
-		role := "member"
-		switch rs := roles[m.Email]; {
-		case m.Owner:
-			role = auth.RoleOwner
-		case len(rs) > 0:
-			sort.Strings(rs)
-			role = strings.Join(rs, ", ")
-		}
-		out = append(out, members.Member{Member: m, Role: role})
+		out = append(out, members.Member{Member: m.Member, Role: m.Summary()})
 	}
 	return out, nil
 }
@@ -314,21 +288,18 @@ func (a consoleMembers) invite(ctx context.Context, p auth.Principal, inv member
 	return err
 }
 
-// SetRole binds an existing member to a namespace role ("*" or empty:
-// default), replacing their role there, or makes them an owner.
+// SetRole changes a member's role through tenants.Service.SetRole, the
+// code path of POST /v1/members/{email}/role; "*" or empty binds in
+// namespace "default".
 func (a consoleMembers) SetRole(ctx context.Context, p auth.Principal, ch members.RoleChange) error {
 	ns := domainOf(ch.Namespace)
 	if ns == "" {
 		ns = tenants.DefaultNamespace
 	}
-	var err error
+	_, err := a.svc.SetRole(ctx, p, ch.Email, ch.Role, ns)
 	if ch.Role == auth.RoleOwner {
 		ns = ""
-		err = a.svc.GrantOwnership(ctx, p, ch.Email)
-	} else {
-		_, err = a.svc.BindRole(ctx, p, ns, ch.Email, ch.Role)
 	}
-	a.s.authz.Invalidate(p.Tenant)
 	noteConsole(ctx, "patch", ns, "members/"+ch.Email, err)
 	return err
 }
@@ -337,7 +308,6 @@ func (a consoleMembers) Remove(ctx context.Context, p auth.Principal, email stri
 	err := a.s.checkPrincipal(ctx, p, auth.VerbDelete, "", authz.ObjMembers)
 	if err == nil {
 		err = a.svc.RemoveMember(ctx, p, email)
-		a.s.authz.Invalidate(p.Tenant)
 	}
 	noteConsole(ctx, "delete", "", "members/"+email, err)
 	return err

@@ -264,6 +264,9 @@ type Server struct {
 	// oidc is people sign-in; nil without Config.OIDC.
 	oidc    *oidc.Handler
 	console *web.Console
+	// tenants is people, namespaces and roles: the console's screens and
+	// /v1/members share it.
+	tenants *tenants.Service
 	// gateway is the tool gateway; nil with GatewayAddr "off".
 	gateway *gateway.Gateway
 	// router is the model router; nil without RouterAddr.
