@@ -136,6 +136,11 @@ func (s *Server) authenticateSession(c *fiber.Ctx) error {
 		}
 		return err
 	}
+	// A session acts in its own tenant: naming another one is refused
+	// and audited as for a bearer credential.
+	if err := s.authn.TenantGuard().Check(c.UserContext(), p, strings.Clone(c.Get(auth.HeaderTenant)), "control plane"); err != nil {
+		return err
+	}
 	c.Locals(localPrincipal, p)
 	c.SetUserContext(auth.WithPrincipal(c.UserContext(), p))
 	return s.oidc.CSRF(c)
