@@ -62,13 +62,16 @@ func (s *Server) buildConsole() error {
 		APIKeys:    consoleAPIKeys{s: s},
 		Audit:      consoleAudit{s: s},
 		Approvals:  consoleScreens{s: s},
-		ToolCalls:  consoleScreens{s: s},
-		Fleet:      consoleFleet{cs: consoleScreens{s: s}},
-		Menu:       consoleScreens{s: s}.menu,
-		Traces:     consoleTraces{s: s},
-		Log:        s.log,
-		Now:        s.now,
-		Authorize:  s.authz.Authorize,
+		// The inbox follows Approval changes from the watch hub.
+		WatchApprovals: s.watchApprovals,
+		StreamBase:     s.base,
+		ToolCalls:      consoleScreens{s: s},
+		Fleet:          consoleFleet{cs: consoleScreens{s: s}},
+		Menu:           consoleScreens{s: s}.menu,
+		Traces:         consoleTraces{s: s},
+		Log:            s.log,
+		Now:            s.now,
+		Authorize:      s.authz.Authorize,
 	}
 	if s.cfg.OIDC != nil {
 		for _, is := range s.cfg.OIDC.Issuers {
