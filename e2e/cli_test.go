@@ -186,6 +186,7 @@ func tour(t *testing.T, cp *controlPlane) {
 		"environment/dev unchanged\n", // created by the bootstrap
 		"model/gpt-4o created\n", "model/claude-sonnet created\n",
 		"memory/support-bot-working created\n",
+		"knowledgesource/support-handbook created\n", "ragindex/support-kb created\n",
 		"policy/model-guard created\n", "policy/refund-limits created\n", "policy/pii-output created\n",
 		"agent/support-bot created\n",
 		"deployment/support-bot-dev created\n", "deployment/support-bot-staging created\n",
@@ -275,7 +276,7 @@ func tour(t *testing.T, cp *controlPlane) {
 			},
 			{
 				name: "diff without changes", args: []string{"diff", "-f", fleet},
-				wantOut: []string{"0 to create, 0 to update, 19 unchanged\n"},
+				wantOut: []string{"0 to create, 0 to update, 21 unchanged\n"},
 			},
 			{
 				name: "apply to prod is rejected", args: []string{"apply", "-f", fleet + "extra/deploy-prod.yaml"},
@@ -402,7 +403,7 @@ func tour(t *testing.T, cp *controlPlane) {
 		res = cp.run(t.Context(), "", "diff", "-f", fleet)
 		require.Equal(t, cli.ExitFailure, res.code, res)
 		require.Contains(t, res.stdout, "+ tool/shell.exec (create)")
-		require.Contains(t, res.stdout, "1 to create, 0 to update, 18 unchanged")
+		require.Contains(t, res.stdout, "1 to create, 0 to update, 20 unchanged")
 	})
 }
 

@@ -29,10 +29,15 @@ const (
 	TaskSweepApprovals = "sweep-approvals"
 	// TaskDiscoverMCP discovers every MCPServer of every tenant again, so
 	// that a server whose tool definitions drift from its pin is
-	// quarantined without anyone asking. Like the sweep it runs on the
-	// default queue: the MCP gateway runs beside a tool gateway.
+	// quarantined without anyone asking. It runs on QueueMCP, which only
+	// replicas with an MCP gateway work: a tool gateway alone would take
+	// the job and do nothing.
 	TaskDiscoverMCP = "discover-mcp"
 )
+
+// QueueMCP is the queue of the discover-mcp job, worked by replicas with
+// an MCP gateway.
+const QueueMCP = "warden_mcp"
 
 // Defaults of ClusterConfig.
 const (
@@ -119,13 +124,14 @@ func (c *Cluster) PeriodicJobs() []*river.PeriodicJob {
 		job(TaskRotateSigningKeys, QueueCluster, c.cfg.RotateEvery),
 		job(TaskRetain, QueueCluster, c.cfg.RetainEvery),
 		job(TaskSweepApprovals, river.QueueDefault, c.cfg.SweepApprovalsEvery),
-		job(TaskDiscoverMCP, river.QueueDefault, c.cfg.DiscoverMCPEvery),
+		job(TaskDiscoverMCP, QueueMCP, c.cfg.DiscoverMCPEvery),
 	}
 }
 
-// Queues are the queues for Config.Queues: the cluster queue, and the
-// default queue of the approval jobs when this replica runs a tool gateway.
-func (c *Cluster) Queues(gateway bool) map[string]river.QueueConfig {
+// Queues are the queues for Config.Queues: the cluster queue, the default
+// queue of the approval jobs when this replica runs a tool gateway, and
+// QueueMCP when it runs an MCP gateway.
+func (c *Cluster) Queues(gateway, mcp bool) map[string]river.QueueConfig {
 	q := map[string]river.QueueConfig{
 		// The cluster's jobs come a few times a minute, announced by an
 		// insert notification; a slow poll is enough and costs less.
@@ -133,6 +139,9 @@ func (c *Cluster) Queues(gateway bool) map[string]river.QueueConfig {
 	}
 	if gateway {
 		q[river.QueueDefault] = river.QueueConfig{MaxWorkers: DefaultMaxWorkers}
+	}
+	if mcp {
+		q[QueueMCP] = river.QueueConfig{MaxWorkers: 1, FetchPollInterval: time.Second}
 	}
 	return q
 }
@@ -147,6 +156,10 @@ type clusterWorker struct {
 func (w *clusterWorker) Work(ctx context.Context, job *river.Job[ClusterArgs]) error {
 	r := w.c.runner.Load()
 	if r == nil {
+		return nil
+	}
+	if job.Args.Task == TaskDiscoverMCP && time.Since(job.CreatedAt) > w.c.cfg.DiscoverMCPEvery {
+		// Left while no replica ran an MCP gateway: a newer run follows.
 		return nil
 	}
 	v, _ := w.c.busy.LoadOrStore(job.Args.Task, new(atomic.Bool))

@@ -74,7 +74,7 @@ func TestClusterTasksRunOncePerPeriod(t *testing.T) {
 				cluster := jobs.NewCluster(workers, jobs.ClusterConfig{RotateEvery: period, RetainEvery: period, SweepApprovalsEvery: period})
 				cluster.Bind(&clusterRunner{replica: replica, mu: &mu, runs: runs})
 				q, err := newQueue(ctx, jobs.Config{Workers: workers, Logger: testLogger(t), TestOnly: true,
-					PeriodicJobs: cluster.PeriodicJobs(), Queues: cluster.Queues(true)})
+					PeriodicJobs: cluster.PeriodicJobs(), Queues: cluster.Queues(true, true)})
 				require.NoError(t, err)
 				require.NoError(t, q.Start(ctx))
 				t.Cleanup(func() { require.NoError(t, q.Stop(ctx)) })

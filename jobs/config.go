@@ -73,6 +73,11 @@ type Config struct {
 	TestOnly bool
 	// Workers holds the workers, registered with river.AddWorker.
 	Workers *river.Workers
+	// NoMigrate (Postgres) checks that River's schema is migrated, and
+	// fails naming the missing migrations, rather than migrating it and
+	// granting it to the application role: for processes that must not
+	// change the schema (`warden serve` without --migrate).
+	NoMigrate bool
 }
 
 // WithDefaults returns c with zero fields replaced by their defaults.

@@ -6,8 +6,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
+
+	"github.com/warden-dev/warden/app/store"
 )
 
 // ExecutionArgs runs one Execution (app/execution's Service.Run).
@@ -69,17 +70,23 @@ func (e *Executions) EnqueueExecution(ctx context.Context, tenant, namespace, na
 }
 
 // EnqueueExecutionTx schedules the run in tx, the store transaction that
-// records the execution, so that both commit together. tx must offer
-// PgxTx() pgx.Tx (the Postgres store's transactions do) and the Queue
-// must be on Postgres; otherwise it reports false, doing nothing, and the
-// caller schedules with EnqueueExecution after its commit.
+// records the execution, so that both commit together: a run is never
+// recorded without its job, on either store (the Queue runs on the store's
+// database). A tx that is no SQL transaction of the store (store.DriverTx)
+// reports false, doing nothing, and the caller schedules with
+// EnqueueExecution after its commit.
 func (e *Executions) EnqueueExecutionTx(ctx context.Context, tx any, tenant, namespace, name string) (bool, error) {
 	q := e.queue.Load()
-	p, ok := tx.(interface{ PgxTx() pgx.Tx })
-	if q == nil || !ok {
+	stx, ok := tx.(store.Tx)
+	if _, sql := tx.(store.DriverTx); q == nil || !ok || !sql {
 		return false, nil
 	}
-	return q.InsertTx(ctx, p.PgxTx(), ExecutionArgs{Tenant: tenant, Namespace: namespace, Name: name}, executionOpts())
+	// A job already there for this execution (unique by args) schedules
+	// it just as well.
+	if _, err := q.InsertStoreTx(ctx, stx, ExecutionArgs{Tenant: tenant, Namespace: namespace, Name: name}, executionOpts()); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // executionOpts are the insert options of an execution job.

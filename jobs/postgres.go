@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -53,7 +54,11 @@ func OpenPostgres(ctx context.Context, ownerURL string, appPool *pgxpool.Pool, c
 	if err := appPool.QueryRow(ctx, `SELECT current_user`).Scan(&appRole); err != nil {
 		return nil, fmt.Errorf("jobs: find the application role: %w", err)
 	}
-	if err := migratePostgres(ctx, ownerURL, appRole, cfg); err != nil {
+	if cfg.NoMigrate {
+		if err := checkPostgres(ctx, ownerURL); err != nil {
+			return nil, err
+		}
+	} else if err := migratePostgres(ctx, ownerURL, appRole, cfg); err != nil {
 		return nil, err
 	}
 	rc := cfg.riverConfig()
@@ -124,6 +129,35 @@ func migratePostgres(ctx context.Context, ownerURL, appRole string, cfg Config) 
 	})
 	if err != nil {
 		return fmt.Errorf("jobs: grant River's tables to %s: %w", appRole, err)
+	}
+	return nil
+}
+
+// checkPostgres fails when River's schema lacks a migration this binary's
+// River needs. It reads river_migration as the role of ownerURL: the
+// application role is not granted it.
+func checkPostgres(ctx context.Context, ownerURL string) error {
+	pcfg, err := pgxpool.ParseConfig(ownerURL)
+	if err != nil {
+		return fmt.Errorf("jobs: parse %s: %w", redact(ownerURL), err)
+	}
+	pcfg.MaxConns = 1
+	owner, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return fmt.Errorf("jobs: connect to %s to check River's schema: %w", redact(ownerURL), err)
+	}
+	defer owner.Close()
+	m, err := rivermigrate.New(riverpgxv5.New(owner), &rivermigrate.Config{Logger: migrateLogger()})
+	if err != nil {
+		return fmt.Errorf("jobs: River migrator: %w", err)
+	}
+	res, err := m.Validate(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("jobs: check River's schema: %w", err)
+	}
+	if !res.OK {
+		return fmt.Errorf("jobs: River's schema is behind this binary (%s); "+
+			"apply its migrations first (warden up, or warden serve with --migrate)", strings.Join(res.Messages, "; "))
 	}
 	return nil
 }

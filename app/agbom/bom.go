@@ -16,6 +16,7 @@ const (
 	KindTool            = "tool"
 	KindMCPServer       = "mcp-server"
 	KindMemory          = "memory"
+	KindRAGIndex        = "rag-index"
 	KindKnowledgeSource = "knowledge-source"
 	KindPolicy          = "policy"
 )

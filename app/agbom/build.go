@@ -153,6 +153,11 @@ func (bl *builder) build(ctx context.Context, m *resource.CompiledAgentManifestS
 			return err
 		}
 	}
+	for i := range m.Memories.Knowledge {
+		if err := bl.knowledge(ctx, &m.Memories.Knowledge[i]); err != nil {
+			return err
+		}
+	}
 	if err := bl.policies(ctx, m.Policies.Resolved); err != nil {
 		return err
 	}
@@ -354,6 +359,113 @@ func (bl *builder) memory(ctx context.Context, w *resource.ManifestMemory) error
 	}
 	bl.add(c, true)
 	return nil
+}
+
+// knowledge adds a RAG index the agent retrieves from, the knowledge
+// sources it reads and the model it embeds with, each a component the
+// index depends on.
+func (bl *builder) knowledge(ctx context.Context, k *resource.ManifestKnowledge) error {
+	ix := Component{Ref: ref(KindRAGIndex, k.Name), Kind: KindRAGIndex, Name: k.Name, Endpoint: k.Endpoint,
+		Properties: []Property{{"namespace", k.Namespace}}}
+	obj, err := bl.get(ctx, resource.KindRAGIndex, k.Name)
+	if err != nil {
+		return err
+	}
+	var deps []string
+	if obj != nil {
+		ix.Hash = specHash(obj)
+		if spec, err := resource.DecodeSpec[resource.RAGIndexSpec](obj); err == nil {
+			if spec.TopK > 0 {
+				ix.Properties = append(ix.Properties, Property{"topK", strconv.FormatInt(spec.TopK, 10)})
+			}
+			if c := spec.Chunking; c != nil {
+				ix.Properties = append(ix.Properties, Property{"chunkSize", strconv.FormatInt(c.Size, 10)}, Property{"chunkOverlap", strconv.FormatInt(c.Overlap, 10)})
+			}
+			if spec.ScanInjection != "" {
+				ix.Properties = append(ix.Properties, Property{"scanInjection", spec.ScanInjection})
+			}
+		}
+	}
+	for _, name := range k.Sources {
+		c, err := bl.knowledgeSource(ctx, name)
+		if err != nil {
+			return err
+		}
+		bl.add(c, false)
+		deps = append(deps, c.Ref)
+	}
+	if k.EmbeddingModel != "" {
+		ix.Properties = append(ix.Properties, Property{"embeddingModel", k.EmbeddingModel})
+		c, err := bl.embeddingModel(ctx, obj, k.EmbeddingModel)
+		if err != nil {
+			return err
+		}
+		bl.add(c, false)
+		deps = append(deps, c.Ref)
+	}
+	bl.add(ix, true)
+	if len(deps) > 0 {
+		bl.depend(ix.Ref, deps...)
+	}
+	return nil
+}
+
+// knowledgeSource describes a KnowledgeSource: its type and where its
+// documents come from (a URL without credentials, a path under the RAG
+// file root, or the number of inline documents), hashed by its spec.
+func (bl *builder) knowledgeSource(ctx context.Context, name string) (Component, error) {
+	c := Component{Ref: ref(KindKnowledgeSource, name), Kind: KindKnowledgeSource, Name: name}
+	obj, err := bl.get(ctx, resource.KindKnowledgeSource, name)
+	if err != nil || obj == nil {
+		return c, err
+	}
+	c.Hash = specHash(obj)
+	spec, err := resource.DecodeSpec[resource.KnowledgeSourceSpec](obj)
+	if err != nil {
+		return c, nil
+	}
+	c.Properties = append(c.Properties, Property{"type", spec.Type})
+	if u := safeURL(spec.URL); u != "" {
+		c.Properties = append(c.Properties, Property{"url", u})
+	}
+	if spec.Path != "" {
+		c.Properties = append(c.Properties, Property{"path", spec.Path})
+	}
+	if spec.Type == "inline" {
+		n := len(spec.Documents)
+		if spec.Content != "" {
+			n++
+		}
+		c.Properties = append(c.Properties, Property{"documents", strconv.Itoa(n)})
+	}
+	if spec.Schedule != "" {
+		c.Properties = append(c.Properties, Property{"schedule", spec.Schedule})
+	}
+	return c, nil
+}
+
+// embeddingModel describes the Model an index embeds with: the one its
+// spec names when its route id is still the manifest's, else the route id
+// alone.
+func (bl *builder) embeddingModel(ctx context.Context, index *resource.Object, id string) (Component, error) {
+	provider, model, _ := strings.Cut(id, ":")
+	c := Component{Ref: ref(KindModel, id), Kind: KindModel, Name: model, Provider: provider,
+		Properties: []Property{{"routeId", id}, {"use", "embedding"}}}
+	var name string
+	if index != nil {
+		if e, ok := index.Spec["embedding"].(map[string]any); ok {
+			name, _ = e["modelRef"].(string)
+		}
+	}
+	obj, err := bl.get(ctx, resource.KindModel, name)
+	if err != nil || obj == nil || modelRouteID(obj) != id {
+		return c, err
+	}
+	c.Ref = ref(KindModel, obj.Metadata.Name)
+	c.Version, _ = obj.Spec["version"].(string)
+	c.Hash = specHash(obj)
+	c.Properties = append(c.Properties, Property{"resource", obj.Metadata.Name})
+	return c, nil
 }
 
 // policies adds the resolved policies. A policy bound by an explicit name

@@ -27,11 +27,35 @@ func TestBuildComponentsAndDependencies(t *testing.T) {
 		refs[i] = c.Ref
 	}
 	require.Equal(t, []string{
-		"agent:support-bot", "framework:openai-agents", "mcp-server:filesystem", "mcp-server:github",
-		"memory:support-bot-working", "model:claude-sonnet", "model:gpt-4o", "policy:platform/pii-output",
-		"policy:support/refund-limits", "tool:files.read", "tool:slack.notify", "tool:stripe.refund",
+		"agent:support-bot", "framework:openai-agents", "knowledge-source:faq", "knowledge-source:handbook",
+		"knowledge-source:help-center", "mcp-server:filesystem", "mcp-server:github",
+		"memory:support-bot-working", "model:claude-sonnet", "model:embedder", "model:gpt-4o", "policy:platform/pii-output",
+		"policy:support/refund-limits", "rag-index:support-kb", "tool:files.read", "tool:slack.notify", "tool:stripe.refund",
 		"tool:zendesk.search_tickets",
 	}, refs)
+
+	kb := b.Component("rag-index:support-kb")
+	require.Equal(t, "http://127.0.0.1:8085", kb.Endpoint)
+	require.True(t, strings.HasPrefix(kb.Hash, "sha256:"))
+	embedding, _ := kb.Property("embeddingModel")
+	require.Equal(t, "openai:text-embedding-3-small", embedding)
+	embedder := b.Component("model:embedder")
+	require.Equal(t, "text-embedding-3-small", embedder.Name)
+	require.Equal(t, "1", embedder.Version)
+	use, _ := embedder.Property("use")
+	require.Equal(t, "embedding", use)
+	for ref, want := range map[string]map[string]string{
+		"knowledge-source:faq":         {"type": "inline", "documents": "1"},
+		"knowledge-source:handbook":    {"type": "file", "path": "handbook"},
+		"knowledge-source:help-center": {"type": "url", "url": "https://help.example.com/articles"},
+	} {
+		src := b.Component(ref)
+		require.True(t, strings.HasPrefix(src.Hash, "sha256:"), ref)
+		for name, value := range want {
+			got, _ := src.Property(name)
+			require.Equal(t, value, got, "%s %s", ref, name)
+		}
+	}
 
 	model := b.Component("model:gpt-4o")
 	require.Equal(t, "gpt-4o", model.Name)
@@ -66,9 +90,10 @@ func TestBuildComponentsAndDependencies(t *testing.T) {
 	require.Equal(t, []Dependency{
 		{Ref: "agent:support-bot", DependsOn: []string{
 			"framework:openai-agents", "mcp-server:github", "memory:support-bot-working", "model:claude-sonnet",
-			"model:gpt-4o", "policy:platform/pii-output", "policy:support/refund-limits", "tool:files.read",
+			"model:gpt-4o", "policy:platform/pii-output", "policy:support/refund-limits", "rag-index:support-kb", "tool:files.read",
 			"tool:slack.notify", "tool:stripe.refund", "tool:zendesk.search_tickets",
 		}},
+		{Ref: "rag-index:support-kb", DependsOn: []string{"knowledge-source:faq", "knowledge-source:handbook", "knowledge-source:help-center", "model:embedder"}},
 		{Ref: "tool:files.read", DependsOn: []string{"mcp-server:filesystem"}},
 	}, b.Dependencies)
 	require.Equal(t, "0.9.0-test", b.WardenVersion)

@@ -51,8 +51,9 @@ const propertyPrefix = "warden:"
 
 // CycloneDX renders b as a CycloneDX 1.6 JSON document: the agent is the
 // metadata component, the framework adapter a framework component, models
-// machine-learning-model components, policies and memories data
-// components, tools and MCP servers services; Warden is the metadata tool.
+// machine-learning-model components, policies, memories, RAG indexes and
+// knowledge sources data components, tools and MCP servers services;
+// Warden is the metadata tool.
 func CycloneDX(b *BOM) ([]byte, error) {
 	bom := cdx.NewBOM()
 	// Built as 1.6 from the start, so Encode needs no EncodeVersion (whose
@@ -92,7 +93,7 @@ func CycloneDX(b *BOM) ([]byte, error) {
 			comp := cdxComponent(c, cdx.ComponentTypeData)
 			comp.Data = &[]cdx.ComponentData{{Type: cdx.ComponentDataTypeConfiguration, Name: c.Name}}
 			components = append(components, comp)
-		case KindMemory, KindKnowledgeSource:
+		case KindMemory, KindRAGIndex, KindKnowledgeSource:
 			comp := cdxComponent(c, cdx.ComponentTypeData)
 			comp.Data = &[]cdx.ComponentData{{Type: cdx.ComponentDataTypeDataset, Name: c.Name}}
 			components = append(components, comp)

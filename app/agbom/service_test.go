@@ -175,7 +175,8 @@ spec:
 // River job on AgentCompiled stores the BOM in the manifest's status and
 // emits AgBOMUpdated (on the bus and in the persisted event log); a second
 // generation gets its own BOM, the first keeps its own, and the diff shows
-// the added tool, the changed model and the bumped policy.
+// the added tool, the changed model, the bumped policy and the RAG index
+// the agent no longer binds.
 func TestJobEmitsAgBOMUpdatedAfterApply(t *testing.T) {
 	t.Parallel()
 	for name, url := range backends() {
@@ -226,7 +227,14 @@ func TestJobEmitsAgBOMUpdatedAfterApply(t *testing.T) {
 			}
 			require.Contains(t, changed["model:gpt-4o"], agbom.FieldChange{Field: "version", From: "2024-08-06", To: "2024-11-20"})
 			require.Contains(t, changed["policy:support/refund-limits"], agbom.FieldChange{Field: "version", From: "2", To: "3"})
-			require.Empty(t, d.Removed)
+			// Generation 2 binds no RAG index: the index goes, with the
+			// sources and the embedding model only it used.
+			var removed []string
+			for _, c := range d.Removed {
+				removed = append(removed, c.Ref)
+			}
+			require.Equal(t, []string{"knowledge-source:faq", "knowledge-source:handbook", "knowledge-source:help-center",
+				"model:embedder", "rag-index:support-kb"}, removed)
 
 			// Generation 1's BOM kept the versions it was compiled with.
 			old, err := e.svc.Get(ctx, tenant, "support", "support-bot", 1)
@@ -423,6 +431,26 @@ spec:
 			require.NoError(t, err)
 			require.Equal(t, after.Revision+1, third.Revision)
 			require.NotEqual(t, after.Component("mcp-server:filesystem").Hash, third.Component("mcp-server:filesystem").Hash)
+
+			// A knowledge source's new content changes no manifest, but
+			// the BOM of every agent whose index reads it.
+			e.apply(t, []byte(`apiVersion: warden.dev/v1alpha1
+kind: KnowledgeSource
+metadata: {name: faq, namespace: support}
+spec:
+  type: inline
+  documents:
+    - {id: refunds, title: Refunds, content: Refunds take up to 10 days.}
+    - {id: returns, title: Returns, content: Returns are free.}
+`))
+			e.next(t)
+			fourth, err := e.svc.Get(ctx, tenant, "support", "support-bot", 0)
+			require.NoError(t, err)
+			require.Equal(t, third.Revision+1, fourth.Revision)
+			require.Equal(t, before.ManifestSha, fourth.ManifestSha, "the manifest did not change")
+			require.NotEqual(t, third.Component("knowledge-source:faq").Hash, fourth.Component("knowledge-source:faq").Hash)
+			docs, _ := fourth.Component("knowledge-source:faq").Property("documents")
+			require.Equal(t, "2", docs)
 		})
 	}
 }

@@ -30,7 +30,8 @@ const enqueueTimeout = 30 * time.Second
 // Watch subscribes to bus and, for every AgentCompiled, schedules the
 // regeneration of that manifest's BOM: as a job on q, or, with a nil q,
 // in a goroutine of this process. A changed Model, Tool, MCPServer,
-// Memory or Policy whose manifest fields stayed the same (a model's
+// Memory, RAGIndex, KnowledgeSource or Policy whose manifest fields stayed
+// the same (a model's
 // version, an MCP server's URL, a tool's description) compiles nothing,
 // yet changes the BOMs of the agents using it: for every such
 // ResourceApplied the current manifests of the agents that may use it are
@@ -119,7 +120,8 @@ func (s *Service) Watch(bus *events.Bus, q Queue) (stop func()) {
 // dependencyKind reports whether kind is a resource a manifest resolves.
 func dependencyKind(kind string) bool {
 	switch kind {
-	case resource.KindModel, resource.KindTool, resource.KindMCPServer, resource.KindMemory, resource.KindPolicy:
+	case resource.KindModel, resource.KindTool, resource.KindMCPServer, resource.KindMemory, resource.KindRAGIndex,
+		resource.KindKnowledgeSource, resource.KindPolicy:
 		return true
 	}
 	return false
@@ -129,9 +131,11 @@ type manifestRef struct{ namespace, name string }
 
 // dependents returns the current manifests of the agents that may use the
 // resource kind/name of namespace ns: those naming it, for models, tools
-// and memories; every agent of the namespace for MCP servers (a tool may
-// reach one the agent does not name); every agent of the tenant for
-// policies (a selector may bind one across namespaces).
+// memories and RAG indexes; every agent of the namespace for MCP servers
+// (a tool may reach one the agent does not name), and, for knowledge
+// sources and models, every agent of the namespace that binds a RAG index
+// (an index reads the source or embeds with the model); every agent of the
+// tenant for policies (a selector may bind one across namespaces).
 func (s *Service) dependents(ctx context.Context, tenant, ns, kind, name string) ([]manifestRef, error) {
 	listNS := ns
 	if kind == resource.KindPolicy {
@@ -164,16 +168,21 @@ func (s *Service) dependents(ctx context.Context, tenant, ns, kind, name string)
 // namespace, judged from its spec's names alone.
 func mayUse(a *resource.Object, kind, name string) bool {
 	named := func(v any) bool { s, _ := v.(string); return s == name }
+	mem, _ := a.Spec["memory"].(map[string]any)
+	knowledge, _ := mem["knowledge"].([]any)
 	switch kind {
 	case resource.KindModel:
 		route, _ := a.Spec["modelRoute"].(map[string]any)
 		fallback, _ := route["fallback"].([]any)
-		return named(route["primary"]) || slices.ContainsFunc(fallback, named)
+		return named(route["primary"]) || slices.ContainsFunc(fallback, named) || len(knowledge) > 0
+	case resource.KindRAGIndex:
+		return slices.ContainsFunc(knowledge, named)
+	case resource.KindKnowledgeSource:
+		return len(knowledge) > 0
 	case resource.KindTool:
 		tools, _ := a.Spec["tools"].([]any)
 		return slices.ContainsFunc(tools, func(t any) bool { m, _ := t.(map[string]any); return named(m["name"]) })
 	case resource.KindMemory:
-		mem, _ := a.Spec["memory"].(map[string]any)
 		return named(mem["working"])
 	}
 	return true

@@ -57,6 +57,7 @@ current context of $WARDEN_HOME/config.yaml (written by 'warden up').`,
 
 	root.AddCommand(
 		newUpCmd(a),
+		newServeCmd(a),
 		newApplyCmd(a),
 		newValidateCmd(a),
 		newDiffCmd(a),

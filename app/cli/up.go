@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/url"
@@ -16,25 +17,16 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gofiber/fiber/v2"
 	"github.com/spf13/cobra"
-
-	"github.com/riverqueue/river"
 
 	"github.com/warden-dev/warden/app/agbom"
 	"github.com/warden-dev/warden/app/clientconfig"
 	"github.com/warden-dev/warden/app/execution"
-	"github.com/warden-dev/warden/app/gateway"
 	"github.com/warden-dev/warden/app/oidc"
-	"github.com/warden-dev/warden/app/sandbox"
-	"github.com/warden-dev/warden/app/secret"
 	"github.com/warden-dev/warden/app/server"
 	"github.com/warden-dev/warden/app/store"
-	"github.com/warden-dev/warden/app/store/backend"
 	"github.com/warden-dev/warden/app/store/postgres"
 	"github.com/warden-dev/warden/jobs"
-	"github.com/warden-dev/warden/notifications"
-	approvalsweb "github.com/warden-dev/warden/web/approvals"
 )
 
 // defaultControlPort is the control plane's port (docs/operations.md lists
@@ -245,35 +237,53 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 	if err != nil {
 		return err
 	}
-	defer listeners.Close()
-	if a.mcpPort != 0 {
-		if err := listeners.BindMCP(net.JoinHostPort(listenHost, strconv.Itoa(a.mcpPort))); err != nil {
-			return err
-		}
-	}
-	ragSrv, err := bindRAG(listenHost, ragOpts)
-	if err != nil {
-		return err
-	}
-	defer ragSrv.close()
-	memLn, err := bindMemory(listenHost, a.memoryPort)
-	if err != nil {
-		return err
-	}
+	spec := processSpec{listeners: listeners, listenHost: listenHost, tls: tlsOpts, people: people,
+		changeHistory: changeHistory, trace: traceOpts, ragOpts: ragOpts, gateway: gatewayPort != 0}
+	// Until buildProcess owns them, the listeners are closed here.
+	built := false
 	defer func() {
-		if memLn != nil {
-			_ = memLn.Close()
+		if !built {
+			listeners.Close()
+			spec.rag.close()
+			if spec.memLn != nil {
+				_ = spec.memLn.Close()
+			}
 		}
 	}()
-	// A certificate pair that does not load fails now, before first-start
-	// setup, like a busy port.
-	if _, err := (server.Config{TLSCertFile: tlsOpts.cert, TLSKeyFile: tlsOpts.key}).TLSConfig(); err != nil {
+	if a.mcpPort != 0 {
+		spec.mcpAddr = net.JoinHostPort(listenHost, strconv.Itoa(a.mcpPort))
+		if err := listeners.BindMCP(spec.mcpAddr); err != nil {
+			return err
+		}
+		spec.mcpURL = spec.serviceURL(a.mcpPort)
+	}
+	if spec.rag, err = bindRAG(listenHost, ragOpts); err != nil {
 		return err
 	}
-	home, err := clientconfig.Home(a.env.LookupEnv)
-	if err != nil {
+	if spec.memLn, err = bindMemory(listenHost, a.memoryPort); err != nil {
 		return err
 	}
+	if a.memoryPort != 0 {
+		spec.memoryURL = spec.serviceURL(a.memoryPort)
+	}
+	if gatewayPort != 0 {
+		spec.gatewayAddr = net.JoinHostPort(listenHost, strconv.Itoa(gatewayPort))
+		spec.gatewayURL = spec.serviceURL(gatewayPort)
+	}
+	routerURL := ""
+	if routerPort != 0 {
+		spec.routerAddr = net.JoinHostPort(listenHost, strconv.Itoa(routerPort))
+		routerURL = spec.serviceURL(routerPort)
+	}
+	// A certificate pair that does not load fails before the data
+	// directory is made, like a busy port.
+	if _, err := tlsOpts.config(); err != nil {
+		return err
+	}
+	if spec.home, err = clientconfig.Home(a.env.LookupEnv); err != nil {
+		return err
+	}
+	home := spec.home
 	if dataDir == "" {
 		dataDir = home
 	}
@@ -287,284 +297,112 @@ func (a *app) up(ctx context.Context, dataDir, storeURL, listenHost string, port
 		}
 		storeURL = "sqlite://" + filepath.Join(abs, "warden.db")
 	}
-	logger := slog.New(slog.NewTextHandler(a.env.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	tuned, err := tuneRuntime(a.env.LookupEnv, backend.Embedded(storeURL))
-	if err != nil {
-		return err
-	}
-	defer tuned.stop()
-
-	masterKey, err := secret.LoadMasterKey(a.env.LookupEnv, filepath.Join(dataDir, secret.MasterKeyFileName))
-	if err != nil {
-		return fmt.Errorf("master key: %w", err)
-	}
-	keyring, err := secret.NewKeyring(masterKey)
-	if err != nil {
-		return fmt.Errorf("master key: %w", err)
-	}
-
-	st, err := backend.Open(ctx, storeURL, backend.Options{Logger: logger})
-	if err != nil {
-		return fmt.Errorf("open store %s: %w", redactURL(storeURL), err)
-	}
-	defer st.Close()
-	// Before anything is written: a replica with another master key
-	// would replace the signing keys it cannot open.
-	if err := secret.CheckMasterKey(ctx, st, keyring); err != nil {
-		return fmt.Errorf("master key: %w", err)
-	}
-
-	key, created, err := server.Bootstrap(ctx, st, a.env.Now)
-	if err != nil {
-		return fmt.Errorf("bootstrap: %w", err)
-	}
-	controlPort := strconv.Itoa(port)
-	scheme := "http"
-	if tlsOpts.cert != "" {
-		scheme = "https"
-	}
-	controlURL := scheme + "://" + net.JoinHostPort(clientHost(listenHost), controlPort)
-	publicURL := controlURL
+	spec.dataDir, spec.storeURL = dataDir, storeURL
+	spec.controlURL = spec.serviceURL(port)
+	spec.publicURL = spec.controlURL
 	if people.publicURL != "" {
-		publicURL = strings.TrimSuffix(people.publicURL, "/")
-	}
-	oidcCfg, err := a.oidcConfig(home, publicURL, tlsOpts.cert != "", people)
-	if err != nil {
-		return err
+		spec.publicURL = strings.TrimSuffix(people.publicURL, "/")
 	}
 	w := a.env.Stdout
-	if created {
-		cfg, err := clientconfig.Load(home)
-		if err != nil {
-			return fmt.Errorf("load config: %w", err)
-		}
-		cfg.SetContext(clientconfig.Context{
-			Name: clientconfig.LocalContext, Server: controlURL, Token: key, Namespace: clientconfig.DefaultNamespace,
-		})
-		if err := cfg.UseContext(clientconfig.LocalContext); err != nil {
-			return err
-		}
-		if err := clientconfig.Save(home, cfg); err != nil {
-			return fmt.Errorf("save config: %w", err)
-		}
-		fmt.Fprintf(w, "First start: created tenant \"default\", namespace \"default\", environments dev, staging, prod.\n")
-		fmt.Fprintf(w, "Admin API key written to %s (context %q, now current).\n", clientconfig.Path(home), clientconfig.LocalContext)
+	spec.setup = func(ctx context.Context, st store.Store) error {
+		return a.firstStart(ctx, st, home, spec.controlURL)
 	}
-	// Warden's own spans go to the trace store and, when configured, to
-	// an OTLP collector too.
-	tracer, traceEndpoint, err := wardenTracer(ctx, a.env.LookupEnv)
+	built = true
+	p, err := a.buildProcess(ctx, spec)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		// Flush the spans still queued; a collector that is gone
-		// costs at most traceShutdownTimeout.
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), traceShutdownTimeout)
-		defer cancel()
-		if err := tracer.Shutdown(sctx); err != nil {
-			logger.Warn("flush traces", "err", err)
-		}
-	}()
-	gatewayAddr, gatewayURL := server.GatewayOff, ""
-	if gatewayPort != 0 {
-		gatewayAddr = net.JoinHostPort(listenHost, strconv.Itoa(gatewayPort))
-		gatewayURL = scheme + "://" + net.JoinHostPort(clientHost(listenHost), strconv.Itoa(gatewayPort))
-	}
-	routerAddr, routerURL := "", ""
-	if routerPort != 0 {
-		routerAddr = net.JoinHostPort(listenHost, strconv.Itoa(routerPort))
-		routerURL = scheme + "://" + net.JoinHostPort(clientHost(listenHost), strconv.Itoa(routerPort))
-	}
-	mcpAddr, mcpURL := "", ""
-	if a.mcpPort != 0 {
-		mcpAddr = net.JoinHostPort(listenHost, strconv.Itoa(a.mcpPort))
-		mcpURL = scheme + "://" + net.JoinHostPort(clientHost(listenHost), strconv.Itoa(a.mcpPort))
-	}
-
-	var osTools gateway.OSRunner
-	var sandboxErr error
-	if gatewayPort != 0 {
-		runner, err := sandbox.New(ctx, sandbox.Config{Logger: logger})
-		if err != nil {
-			sandboxErr = err // said once, in the summary below
-		} else {
-			osTools = gateway.Sandbox{Runner: runner}
-		}
-	}
-	// Durable approval work (resume, expiry) runs as River jobs on the
-	// store's database, and so does the work that must run once per
-	// cluster (key rotation, retention, the approval sweep).
-	workers := river.NewWorkers()
-	approvals := jobs.NewApprovals(workers)
-	notifyJobs := jobs.NewNotifications(workers)
-	inviteJobs := jobs.NewInvitations(workers, notifyJobs)
-	agboms := jobs.NewAgBOMs(workers)
-	executions := jobs.NewExecutions(workers)
-	cluster := jobs.NewCluster(workers, jobs.ClusterConfig{})
-	queues := cluster.Queues(gatewayPort != 0)
-	if ragSrv != nil {
-		ragSrv.jobs = jobs.NewRAG(workers)
-		queues[jobs.QueueRAG] = jobs.RAGQueueConfig()
-	}
-	queue, err := openQueue(ctx, st, storeURL, jobs.Config{Workers: workers, Logger: logger,
-		PeriodicJobs: cluster.PeriodicJobs(), Queues: queues})
-	if err != nil {
-		return fmt.Errorf("job queue: %w", err)
-	}
-	approvals.SetQueue(queue)
-	agboms.SetQueue(queue)
-	executions.SetQueue(queue)
-	// Approvals are announced on the NotificationChannels that select
-	// them, by jobs enqueued with the Approval.
-	notifyJobs.SetQueue(queue)
-	notifier, err := notifications.New(notifications.Config{Store: st, Secrets: secret.NewBroker(keyring), Jobs: notifyJobs,
-		Invites: inviteJobs, PublicURL: publicURL, LinkKey: notifications.DeriveLinkKey(masterKey), Logger: logger, Now: a.env.Now})
-	if err != nil {
-		return fmt.Errorf("notifications: %w", err)
-	}
-	// Signed callbacks of the channels and the pages e-mail links open.
-	publicRoutes := func(r fiber.Router) {
-		notifier.Register(r)
-		approvalsweb.NewLinkHandler(notifier, a.env.Now).Register(r)
-	}
-	compileOpts := manifestURLs(scheme, listenHost, publicURL, gatewayURL)
-	if mcpURL != "" {
-		compileOpts.MCPGatewayURL = mcpURL
-	}
-	if a.memoryPort != 0 {
-		compileOpts.MemoryURL = scheme + "://" + net.JoinHostPort(clientHost(listenHost), strconv.Itoa(a.memoryPort))
-	}
-	srv, err := server.New(server.Config{
-		Queue:          approvals,
-		Announcer:      notifier,
-		Inviter:        notifier,
-		PublicRoutes:   publicRoutes,
-		AgBOMQueue:     agbomQueue(agboms, gatewayPort),
-		ExecutionQueue: executionQueue(executions, gatewayPort),
-		Cluster:        cluster,
-		Sandbox:        osTools,
-		Store:          st,
-		Logger:         logger,
-		ControlAddr:    net.JoinHostPort(listenHost, controlPort),
-		GatewayAddr:    gatewayAddr,
-		RouterAddr:     routerAddr,
-		Compile:        compileOpts,
-		MCPAddr:        mcpAddr,
-		TLSCertFile:    tlsOpts.cert,
-		TLSKeyFile:     tlsOpts.key,
-		Keyring:        keyring,
-		PublicURL:      publicURL,
-		OIDC:           oidcCfg,
-		LocalSignIn:    oidcCfg == nil,
-		Signup:         people.signup,
-		SignupLimit:    oidc.RateLimit{Attempts: people.signupsPerHour, Window: time.Hour},
-		ChangeHistory:  changeHistory,
-		Tracer:         tracer,
-		AllowPlaintext: tlsOpts.allowPlaintext,
-		Now:            a.env.Now,
-	})
-	if err != nil {
+	defer p.close()
+	if err := p.start(ctx); err != nil {
 		return err
-	}
-	defer stopQueue(queue, logger)
-	stopTrace, traceSummary, err := startTrace(ctx, st, srv, tracer, traceOpts, listenHost, tlsOpts, logger)
-	if err != nil {
-		return err
-	}
-	defer stopTrace()
-	agboms.Bind(srv.AgBOM())
-	if ragSrv != nil {
-		ragSrv.jobs.SetQueue(queue)
-		if err := ragSrv.build(a, srv, st, ragOpts, dataDir, scheme, listenHost, logger); err != nil {
-			return fmt.Errorf("RAG service: %w", err)
-		}
-	}
-	executions.Bind(srv.Executions())
-	gw := srv.Gateway()
-	if gw != nil {
-		approvals.Bind(gw)
-		notifier.SetDecider(gw)
-		notifyJobs.Bind(notifier)
-		inviteJobs.Bind(notifier)
-	}
-	// The queue stops when up returns, not when ctx ends, so that
-	// jobs are not cut off halfway through a store write.
-	if err := queue.Start(context.WithoutCancel(ctx)); err != nil {
-		return fmt.Errorf("start job queue: %w", err)
-	}
-	if gw != nil {
-		if err := gw.Sweep(ctx); err != nil {
-			logger.Error("sweep approvals at start-up", "err", err)
-		}
 	}
 	// Everything that logs while starting (migrations, the queue, the
 	// sweep) has run: the summary comes last, just before serving.
 	fmt.Fprintf(w, "Warden is starting.\n")
-	fmt.Fprintf(w, "  control plane + console  %s\n", controlURL)
-	if gatewayURL != "" {
-		fmt.Fprintf(w, "  tool gateway             %s\n", gatewayURL)
+	fmt.Fprintf(w, "  control plane + console  %s\n", spec.controlURL)
+	if spec.gatewayURL != "" {
+		fmt.Fprintf(w, "  tool gateway             %s\n", spec.gatewayURL)
 	}
-	if mcpURL != "" {
-		fmt.Fprintf(w, "  MCP gateway              %s (per-agent endpoint %s/mcp)\n", mcpURL, mcpURL)
+	if spec.mcpURL != "" {
+		fmt.Fprintf(w, "  MCP gateway              %s (per-agent endpoint %s/mcp)\n", spec.mcpURL, spec.mcpURL)
 	}
-	if ragSrv != nil {
-		fmt.Fprintf(w, "  RAG                      %s\n", ragSrv.url)
+	if spec.rag != nil {
+		fmt.Fprintf(w, "  RAG                      %s\n", spec.rag.url)
 	}
 	if routerURL != "" {
 		fmt.Fprintf(w, "  model router             %s\n", routerURL)
 	}
 	fmt.Fprintf(w, "  store                    %s\n", redactURL(storeURL))
 	fmt.Fprintf(w, "  config                   %s\n", clientconfig.Path(home))
-	fmt.Fprintf(w, "  runtime                  %s\n", tuned)
-	if oidcCfg != nil {
-		fmt.Fprintf(w, "  console sign-in          %s (redirect URL %s)\n", people.issuer, oidcCfg.RedirectURL)
+	fmt.Fprintf(w, "  runtime                  %s\n", p.tuned)
+	if p.oidc != nil {
+		fmt.Fprintf(w, "  console sign-in          %s (redirect URL %s)\n", people.issuer, p.oidc.RedirectURL)
 	} else {
-		fmt.Fprintf(w, "  console sign-in          %s\n", localSignIn(ctx, srv, controlURL, logger))
+		fmt.Fprintf(w, "  console sign-in          %s\n", localSignIn(ctx, p.srv, spec.controlURL, p.log))
 	}
-	if sandboxErr != nil {
-		fmt.Fprintf(w, "  OS tool sandbox          unavailable (%v)\n", sandboxErr)
-	}
-	for _, line := range traceSummary {
-		fmt.Fprintf(w, "  %s\n", line)
-	}
-	if traceEndpoint != "" {
-		fmt.Fprintf(w, "  traces (OTLP/HTTP)       %s\n", traceEndpoint)
-	}
-	if memLn != nil {
-		fmt.Fprintf(w, "  memory                   %s\n", compileOpts.MemoryURL)
-	}
+	p.printCommon(w)
 	fmt.Fprintf(w, "Press Ctrl-C to stop.\n")
-	memTLS, err := (server.Config{TLSCertFile: tlsOpts.cert, TLSKeyFile: tlsOpts.key}).TLSConfig()
-	if err != nil {
+	if err := p.serve(ctx); err != nil {
 		return err
 	}
-	stopMemory, err := serveMemory(ctx, memLn, srv, st, compileOpts.ModelRouterURL,
-		memTLS, logger, a.env.Now)
-	if err != nil {
-		return err
-	}
-	memLn = nil // serveMemory owns it now
-	ragCtx, stopRAG := context.WithCancel(ctx)
-	waitRAG := ragSrv.serve(ragCtx, logger)
-	err = srv.ServeListeners(ctx, listeners)
-	stopRAG()
-	waitRAG()
-	stopMemory()
-	if ctx.Err() != nil && (err == nil || errors.Is(err, context.Canceled)) {
+	if ctx.Err() != nil {
 		fmt.Fprintln(w, "Warden stopped.")
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("serve: %w", err)
 	}
 	return nil
+}
+
+// firstStart creates, on the first start of the store, tenant "default"
+// with its namespace and environments and an admin API key, which it
+// saves as the current context "local" of the config in home.
+func (a *app) firstStart(ctx context.Context, st store.Store, home, controlURL string) error {
+	key, created, err := server.Bootstrap(ctx, st, a.env.Now)
+	if err != nil {
+		return fmt.Errorf("bootstrap: %w", err)
+	}
+	if !created {
+		return nil
+	}
+	cfg, err := clientconfig.Load(home)
+	if err != nil {
+		return fmt.Errorf("load config: %w", err)
+	}
+	cfg.SetContext(clientconfig.Context{
+		Name: clientconfig.LocalContext, Server: controlURL, Token: key, Namespace: clientconfig.DefaultNamespace,
+	})
+	if err := cfg.UseContext(clientconfig.LocalContext); err != nil {
+		return err
+	}
+	if err := clientconfig.Save(home, cfg); err != nil {
+		return fmt.Errorf("save config: %w", err)
+	}
+	w := a.env.Stdout
+	fmt.Fprintf(w, "First start: created tenant \"default\", namespace \"default\", environments dev, staging, prod.\n")
+	fmt.Fprintf(w, "Admin API key written to %s (context %q, now current).\n", clientconfig.Path(home), clientconfig.LocalContext)
+	return nil
+}
+
+// printCommon prints the summary lines every process has: the sandbox,
+// the trace listeners and exporter, the memory service.
+func (p *process) printCommon(w io.Writer) {
+	if p.sandboxErr != nil {
+		fmt.Fprintf(w, "  OS tool sandbox          unavailable (%v)\n", p.sandboxErr)
+	}
+	for _, line := range p.traceSummary {
+		fmt.Fprintf(w, "  %s\n", line)
+	}
+	if p.traceEndpoint != "" {
+		fmt.Fprintf(w, "  traces (OTLP/HTTP)       %s\n", p.traceEndpoint)
+	}
+	if p.spec.memLn != nil {
+		fmt.Fprintf(w, "  memory                   %s\n", p.spec.memoryURL)
+	}
 }
 
 // agbomQueue is where AgBOM refreshes go: River's default queue, which
 // this process works only with the tool gateway (jobs.Cluster.Queues: the
 // approval jobs need one), else nil, and the server refreshes in-process.
-func agbomQueue(q *jobs.AgBOMs, gatewayPort int) agbom.Queue {
-	if gatewayPort == 0 {
+func agbomQueue(q *jobs.AgBOMs, gateway bool) agbom.Queue {
+	if !gateway {
 		return nil
 	}
 	return q
@@ -573,8 +411,8 @@ func agbomQueue(q *jobs.AgBOMs, gatewayPort int) agbom.Queue {
 // executionQueue is where execution runs go: River's default queue when
 // this process works it (with the tool gateway, which runs need), else
 // nil, and the server runs them in-process.
-func executionQueue(q *jobs.Executions, gatewayPort int) execution.Queue {
-	if gatewayPort == 0 {
+func executionQueue(q *jobs.Executions, gateway bool) execution.Queue {
+	if !gateway {
 		return nil
 	}
 	return q

@@ -109,7 +109,7 @@ func startTrace(ctx context.Context, st store.Store, srv *server.Server, tp *sdk
 	if err != nil {
 		return nil, nil, fmt.Errorf("trace service: %w", err)
 	}
-	tlsCfg, err := server.Config{TLSCertFile: tlsOpts.cert, TLSKeyFile: tlsOpts.key}.TLSConfig()
+	tlsCfg, err := tlsOpts.config()
 	if err != nil {
 		svc.Close()
 		return nil, nil, err

@@ -54,7 +54,8 @@ type result struct {
 
 // Compile returns the CompiledAgentManifest of agent, resolving every
 // reference through r. Problems with the agent's references (a missing
-// Model, Tool, MCPServer, Memory or Policy, a model lacking a required
+// Model, Tool, MCPServer, Memory, RAGIndex (or its sources or embedding
+// Model) or Policy, a model lacking a required
 // capability, a quarantined MCP server) are returned as field errors with
 // paths into the agent, and no manifest; the error is only for store
 // failures.
@@ -273,6 +274,20 @@ func (c *Compiler) compile(ctx context.Context, res *resolver, set *policy.Set, 
 		}
 	}
 
+	// Knowledge: RAG indexes, resolved with their sources and embedding
+	// model.
+	if spec.Memory != nil {
+		for i, ixName := range spec.Memory.Knowledge {
+			k, err := c.knowledge(ctx, res, fmt.Sprintf("spec.memory.knowledge[%d]", i), name, ns, ixName, add)
+			if err != nil {
+				return nil, err
+			}
+			if k != nil {
+				m.Memories.Knowledge = append(m.Memories.Knowledge, *k)
+			}
+		}
+	}
+
 	// Policies: the explicitly bound ones, then every one whose selector
 	// binds it to this agent in some environment.
 	resolved := []string{}
@@ -318,7 +333,8 @@ func (c *Compiler) compile(ctx context.Context, res *resolver, set *policy.Set, 
 // in Object.Spec, field by field: a JSON round trip through ToMap would
 // cost more than the rest of the compilation. Optional fields appear
 // exactly as SPEC.md says: schemaSha only when the tool has an input
-// schema, requiresApproval only when true, memories.working only when set.
+// schema, requiresApproval only when true, memories.working only when set;
+// memories.knowledge only when the agent binds an index.
 func manifestMap(m *resource.CompiledAgentManifestSpec) map[string]any {
 	fallback := make([]any, len(m.ModelRoute.Fallback))
 	for i, f := range m.ModelRoute.Fallback {
@@ -343,6 +359,21 @@ func manifestMap(m *resource.CompiledAgentManifestSpec) map[string]any {
 	if w := m.Memories.Working; w != nil {
 		memories["working"] = map[string]any{"endpoint": w.Endpoint, "namespace": w.Namespace, "name": w.Name}
 	}
+	if len(m.Memories.Knowledge) > 0 {
+		knowledge := make([]any, len(m.Memories.Knowledge))
+		for i, k := range m.Memories.Knowledge {
+			sources := make([]any, len(k.Sources))
+			for j, src := range k.Sources {
+				sources[j] = src
+			}
+			km := map[string]any{"endpoint": k.Endpoint, "namespace": k.Namespace, "name": k.Name, "sources": sources}
+			if k.EmbeddingModel != "" {
+				km["embeddingModel"] = k.EmbeddingModel
+			}
+			knowledge[i] = km
+		}
+		memories["knowledge"] = knowledge
+	}
 	resolved := make([]any, len(m.Policies.Resolved))
 	for i, p := range m.Policies.Resolved {
 		resolved[i] = p
@@ -357,6 +388,64 @@ func manifestMap(m *resource.CompiledAgentManifestSpec) map[string]any {
 		"policies":      map[string]any{"resolved": resolved},
 		"observability": map[string]any{"traceEndpoint": m.Observability.TraceEndpoint, "abomEndpoint": m.Observability.AbomEndpoint},
 	}
+}
+
+// knowledge resolves the RAG index ixName of agent name: it must exist,
+// and so must every KnowledgeSource it reads and its embedding Model, whose
+// route id the manifest names. Problems are added at path; nil means none
+// could be resolved.
+func (c *Compiler) knowledge(ctx context.Context, res *resolver, path, name, ns, ixName string,
+	add func(path, code, msg string, cause *resource.Object, causePath string)) (*resource.ManifestKnowledge, error) {
+	obj, err := res.get(ctx, resource.KindRAGIndex, ns, ixName)
+	if err != nil {
+		return nil, err
+	}
+	if obj == nil {
+		add(path, resource.ErrCodeNotFound, fmt.Sprintf("agent %s retrieves from RAG index %q, but no RAGIndex %q exists in namespace %s", name, ixName, ixName, ns), nil, "")
+		return nil, nil
+	}
+	ix, err := resource.DecodeSpec[resource.RAGIndexSpec](obj)
+	if err != nil {
+		add(path, resource.ErrCodeInvalid, fmt.Sprintf("RAG index %s: %v", ixName, err), obj, "spec")
+		return nil, nil
+	}
+	out := &resource.ManifestKnowledge{Endpoint: c.opts.RAGURL, Namespace: ns, Name: ixName, Sources: make([]string, 0, len(ix.Sources))}
+	ok := true
+	for j, src := range ix.Sources {
+		so, err := res.get(ctx, resource.KindKnowledgeSource, ns, src)
+		if err != nil {
+			return nil, err
+		}
+		if so == nil {
+			add(path, resource.ErrCodeNotFound, fmt.Sprintf("RAG index %s reads knowledge source %q, but no KnowledgeSource %q exists in namespace %s", ixName, src, src, ns),
+				obj, fmt.Sprintf("spec.sources[%d]", j))
+			ok = false
+			continue
+		}
+		out.Sources = append(out.Sources, src)
+	}
+	if ix.Embedding != nil && ix.Embedding.ModelRef != "" {
+		ref := ix.Embedding.ModelRef
+		mo, err := res.get(ctx, resource.KindModel, ns, ref)
+		if err != nil {
+			return nil, err
+		}
+		if mo == nil {
+			add(path, resource.ErrCodeNotFound, fmt.Sprintf("RAG index %s embeds with model %q, but no Model %q exists in namespace %s", ixName, ref, ref, ns),
+				obj, "spec.embedding.modelRef")
+			return nil, nil
+		}
+		ms, err := resource.DecodeSpec[resource.ModelSpec](mo)
+		if err != nil {
+			add(path, resource.ErrCodeInvalid, fmt.Sprintf("model %s: %v", ref, err), mo, "spec")
+			return nil, nil
+		}
+		out.EmbeddingModel = resource.ModelRouteID(ms.Provider, ms.Model)
+	}
+	if !ok {
+		return nil, nil
+	}
+	return out, nil
 }
 
 type missing struct{ field, what string }

@@ -161,6 +161,8 @@ func TestCompileFields(t *testing.T) {
 	require.Equal(t, want, spec.Tools)
 	require.Empty(t, spec.MCPServers)
 	require.Equal(t, &resource.ManifestMemory{Endpoint: "http://127.0.0.1:8084", Namespace: "default", Name: "support-bot-working"}, spec.Memories.Working)
+	require.Equal(t, []resource.ManifestKnowledge{{Endpoint: "http://127.0.0.1:8085", Namespace: "default", Name: "support-kb", Sources: []string{"support-handbook"}}},
+		spec.Memories.Knowledge)
 	require.Equal(t, []string{"model-guard@1", "pii-output@1", "refund-limits@1"}, spec.Policies.Resolved)
 	require.Equal(t, resource.ManifestObservability{TraceEndpoint: "http://127.0.0.1:8086", AbomEndpoint: "http://127.0.0.1:8080/v1/agbom/support-bot"}, spec.Observability)
 
@@ -328,6 +330,20 @@ func TestCompileFieldErrors(t *testing.T) {
 			want: resource.FieldErrors{
 				{Path: "spec.modelRoute.fallback[1]", Code: resource.ErrCodeForbidden, Message: "model ollama:llama3 (Model small) lacks vision, which agent support-bot requires"},
 				{Path: "spec.modelRoute.fallback[1]", Code: resource.ErrCodeForbidden, Message: "model ollama:llama3 (Model small) lacks a context window of 100000 tokens (it has 8192), which agent support-bot requires"},
+			},
+		},
+		{
+			name: "missing RAG index, and an index's missing source and embedding model",
+			mutate: func(objs []*resource.Object) []*resource.Object {
+				find(objs, resource.KindAgent, "support-bot").Spec["memory"].(map[string]any)["knowledge"] = []any{"wiki", "support-kb", "faq"}
+				find(objs, resource.KindRAGIndex, "support-kb").Spec["embedding"] = map[string]any{"modelRef": "embedder"}
+				return append(objs, &resource.Object{APIVersion: resource.GroupVersion, Kind: resource.KindRAGIndex, Metadata: resource.ObjectMeta{Name: "faq", Namespace: "default"},
+					Spec: map[string]any{"sources": []any{"support-handbook", "faq-pages"}}})
+			},
+			want: resource.FieldErrors{
+				{Path: "spec.memory.knowledge[0]", Code: resource.ErrCodeNotFound, Message: `agent support-bot retrieves from RAG index "wiki", but no RAGIndex "wiki" exists in namespace default`},
+				{Path: "spec.memory.knowledge[1]", Code: resource.ErrCodeNotFound, Message: `RAG index support-kb embeds with model "embedder", but no Model "embedder" exists in namespace default`},
+				{Path: "spec.memory.knowledge[2]", Code: resource.ErrCodeNotFound, Message: `RAG index faq reads knowledge source "faq-pages", but no KnowledgeSource "faq-pages" exists in namespace default`},
 			},
 		},
 		{

@@ -31,8 +31,8 @@ type affected struct {
 //
 // Affected agents are the applied Agents, the agents of applied
 // Deployments, and every agent that references an applied Model, Tool,
-// MCPServer, Memory or Policy (or that an applied Policy's selector
-// binds). It returns the manifests, sorted by namespace and name, only
+// MCPServer, Memory, RAGIndex or Policy (or that an applied Policy's
+// selector binds, or whose RAG index embeds with an applied Model). It returns the manifests, sorted by namespace and name, only
 // when there are no diagnostics. The error is only for store failures.
 func (c *Compiler) Reconcile(ctx context.Context, r store.Reader, applied []*resource.Object) ([]*resource.Object, []api.Diagnostic, error) {
 	rc := &reconcile{c: c, res: newResolver(r), applied: applied, index: map[resource.Key]int{}}
@@ -146,7 +146,7 @@ func (rc *reconcile) affectedAgents(ctx context.Context) ([]affected, error) {
 				continue
 			}
 			note(agent, i)
-		case resource.KindModel, resource.KindTool, resource.KindMCPServer, resource.KindMemory, resource.KindPolicy:
+		case resource.KindModel, resource.KindTool, resource.KindMCPServer, resource.KindMemory, resource.KindRAGIndex, resource.KindPolicy:
 			namespaces := []string{ns}
 			if o.Kind == resource.KindPolicy {
 				namespaces = policyNamespaces(o)
@@ -158,7 +158,14 @@ func (rc *reconcile) affectedAgents(ctx context.Context) ([]affected, error) {
 				}
 				for _, a := range agents {
 					spec := rc.agentSpec(a)
-					if spec != nil && references(a, spec, o) {
+					if spec == nil {
+						continue
+					}
+					embeds, err := rc.embedsWith(ctx, a, spec, o)
+					if err != nil {
+						return nil, err
+					}
+					if embeds || references(a, spec, o) {
 						note(a, i)
 					}
 				}
@@ -226,6 +233,27 @@ func policyNamespaces(o *resource.Object) []string {
 	return out
 }
 
+// embedsWith reports whether o is a Model one of agent a's RAG indexes
+// embeds with: the manifest names its route id.
+func (rc *reconcile) embedsWith(ctx context.Context, a *resource.Object, spec *resource.AgentSpec, o *resource.Object) (bool, error) {
+	if o.Kind != resource.KindModel || spec.Memory == nil || a.Metadata.Namespace != o.Metadata.Namespace {
+		return false, nil
+	}
+	for _, name := range spec.Memory.Knowledge {
+		ix, err := rc.res.get(ctx, resource.KindRAGIndex, a.Metadata.Namespace, name)
+		if err != nil {
+			return false, err
+		}
+		if ix == nil {
+			continue
+		}
+		if e, _ := ix.Spec["embedding"].(map[string]any); e != nil && e["modelRef"] == o.Metadata.Name {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // references reports whether agent a depends on dependency o.
 func references(a *resource.Object, spec *resource.AgentSpec, o *resource.Object) bool {
 	name := o.Metadata.Name
@@ -239,6 +267,8 @@ func references(a *resource.Object, spec *resource.AgentSpec, o *resource.Object
 		return sameNS && slices.ContainsFunc(spec.MCPServers, func(s resource.LocalRef) bool { return s.Name == name })
 	case resource.KindMemory:
 		return sameNS && spec.Memory != nil && spec.Memory.Working == name
+	case resource.KindRAGIndex:
+		return sameNS && spec.Memory != nil && slices.Contains(spec.Memory.Knowledge, name)
 	case resource.KindPolicy:
 		if sameNS && slices.Contains(spec.Policies, name) {
 			return true

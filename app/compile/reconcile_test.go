@@ -59,7 +59,7 @@ func TestReconcile(t *testing.T) {
 				objs := append(loadFleet(t), prodDeployment(t))
 				return applyScenario{store: objs, applied: objs}
 			},
-			wantDiags: []api.Diagnostic{{Document: 19, Kind: "Deployment", Namespace: "default", Name: "support-bot-prod",
+			wantDiags: []api.Diagnostic{{Document: 21, Kind: "Deployment", Namespace: "default", Name: "support-bot-prod",
 				Path: "spec.environment", Code: "PolicyDenied", Policy: "model-guard@1",
 				Message: "model openai:gpt-4o is denied in environment prod by policy model-guard@1 (rule no-gpt4o-in-prod): gpt-4o is not approved for prod; make claude-sonnet the primary model first"}},
 		},
@@ -122,6 +122,51 @@ func TestReconcile(t *testing.T) {
 			wantManifests: []string{"support-bot-g1"},
 		},
 		{
+			name: "a changed RAG index recompiles the agents that bind it",
+			setup: func(t *testing.T) applyScenario {
+				objs := loadFleet(t)
+				ix := find(objs, resource.KindRAGIndex, "support-kb")
+				ix.Spec["topK"] = int64(8)
+				return applyScenario{store: objs, applied: []*resource.Object{ix}}
+			},
+			wantManifests: []string{"support-bot-g1"},
+		},
+		{
+			name: "a changed model an index embeds with recompiles the agents that bind the index",
+			setup: func(t *testing.T) applyScenario {
+				objs := loadFleet(t)
+				find(objs, resource.KindRAGIndex, "support-kb").Spec["embedding"] = map[string]any{"modelRef": "embedder"}
+				embedder := &resource.Object{APIVersion: resource.GroupVersion, Kind: resource.KindModel, Metadata: resource.ObjectMeta{Name: "embedder", Namespace: "default"},
+					Spec: map[string]any{"provider": "openai", "model": "text-embedding-3-small"}}
+				unused := &resource.Object{APIVersion: resource.GroupVersion, Kind: resource.KindModel, Metadata: resource.ObjectMeta{Name: "unused", Namespace: "default"},
+					Spec: map[string]any{"provider": "openai", "model": "text-embedding-3-large"}}
+				return applyScenario{store: append(objs, embedder, unused), applied: []*resource.Object{embedder, unused}}
+			},
+			wantManifests: []string{"support-bot-g1"},
+		},
+		{
+			name: "a RAG index whose source is missing is blamed on the index",
+			setup: func(t *testing.T) applyScenario {
+				objs := loadFleet(t)
+				ix := find(objs, resource.KindRAGIndex, "support-kb")
+				ix.Spec["sources"] = []any{"support-handbook", "ghost"}
+				return applyScenario{store: objs, applied: []*resource.Object{ix}}
+			},
+			wantDiags: []api.Diagnostic{{Document: 0, Kind: "RAGIndex", Namespace: "default", Name: "support-kb", Path: "spec.sources[1]", Code: "NotFound",
+				Message: `RAG index support-kb reads knowledge source "ghost", but no KnowledgeSource "ghost" exists in namespace default`}},
+		},
+		{
+			name: "an applied agent binding a missing RAG index",
+			setup: func(t *testing.T) applyScenario {
+				objs := loadFleet(t)
+				agent := find(objs, resource.KindAgent, "support-bot")
+				agent.Spec["memory"].(map[string]any)["knowledge"] = []any{"support-kb", "wiki"}
+				return applyScenario{store: objs, applied: []*resource.Object{agent}}
+			},
+			wantDiags: []api.Diagnostic{{Document: 0, Kind: "Agent", Namespace: "default", Name: "support-bot", Path: "spec.memory.knowledge[1]", Code: "NotFound",
+				Message: `agent support-bot retrieves from RAG index "wiki", but no RAGIndex "wiki" exists in namespace default`}},
+		},
+		{
 			name: "an unreferenced tool touches no agent",
 			setup: func(t *testing.T) applyScenario {
 				objs := loadFleet(t)
@@ -162,7 +207,7 @@ func TestReconcile(t *testing.T) {
 				objs := remove(loadFleet(t), resource.KindModel, "claude-sonnet")
 				return applyScenario{store: objs, applied: objs}
 			},
-			wantDiags: []api.Diagnostic{{Document: 15, Kind: "Agent", Namespace: "default", Name: "support-bot", Path: "spec.modelRoute.fallback[0]", Code: "NotFound",
+			wantDiags: []api.Diagnostic{{Document: 17, Kind: "Agent", Namespace: "default", Name: "support-bot", Path: "spec.modelRoute.fallback[0]", Code: "NotFound",
 				Message: `agent support-bot routes to model "claude-sonnet", but no Model "claude-sonnet" exists in namespace default`}},
 		},
 		{

@@ -49,9 +49,9 @@ type Queue interface {
 }
 
 // TxQueue is a Queue that can also schedule in the store transaction that
-// records the execution (jobs.Executions on Postgres): then no crash can
-// leave a Scheduled execution without its job. It reports false when it
-// cannot, and the run is scheduled after the commit.
+// records the execution (jobs.Executions, on either store): then no crash
+// can leave a Scheduled execution without its job. It reports false when
+// it cannot, and the run is scheduled after the commit.
 type TxQueue interface {
 	EnqueueExecutionTx(ctx context.Context, tx any, tenant, namespace, name string) (bool, error)
 }

@@ -12,6 +12,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/warden-dev/warden/app/gateway"
 	"github.com/warden-dev/warden/app/server"
 	"github.com/warden-dev/warden/app/store"
 )
@@ -117,6 +118,21 @@ func TestEachCallIsOneTraceWithTheSteps(t *testing.T) {
 		evs = append(evs, ev.Name)
 	}
 	require.Equal(t, []string{"toolCallRequest", "toolCallResult"}, evs)
+
+	// The record names its trace, and so does the record of a call policy
+	// denied, which never reaches step 6.
+	annotations := func(r resp) map[string]any {
+		a, _ := r.body["metadata"].(map[string]any)["annotations"].(map[string]any)
+		return a
+	}
+	require.Equal(t, root.SpanContext().TraceID().String(), annotations(r)[gateway.AnnotationTraceID], string(r.raw))
+	denied := e.call("tickets.create", map[string]any{"title": "forbidden"}, nil)
+	require.Equal(t, http.StatusForbidden, denied.status, string(denied.raw))
+	got := do(t, http.MethodGet, e.gwURL+"/v1/tool-calls/"+denied.header.Get(gateway.HeaderToolCall), e.bot(), nil, nil)
+	require.Equal(t, "Denied", got.phase(), string(got.raw))
+	id, _ := annotations(got)[gateway.AnnotationTraceID].(string)
+	require.Regexp(t, `^[0-9a-f]{32}$`, id)
+	require.NotEqual(t, root.SpanContext().TraceID().String(), id, "each call is a trace of its own")
 }
 
 func TestAOSHooksGovernFunctionTools(t *testing.T) {

@@ -268,6 +268,14 @@ func (c *call) annotate(o *resource.Object) {
 	if c.req.replayOf != "" {
 		o.Metadata.Annotations[AnnotationReplayOf] = c.req.replayOf
 	}
+	// Written with the record itself, so a call is never without it once
+	// tracing is on; a no-op tracer has no trace id to name.
+	if c.span == nil {
+		return
+	}
+	if sc := c.span.SpanContext(); sc.HasTraceID() {
+		o.Metadata.Annotations[AnnotationTraceID] = sc.TraceID().String()
+	}
 }
 
 // recordDenied records a call the Guardian refused.

@@ -39,6 +39,11 @@ const (
 	AnnotationEnvironment = "warden.dev/environment"
 	// AnnotationReplayOf names the call a replay repeats.
 	AnnotationReplayOf = "warden.dev/replay-of"
+	// AnnotationTraceID is the W3C trace id (32 lower-case hex digits) of
+	// the trace the gateway made for the call's request: the console links
+	// a call to its span waterfall through it. SPEC.md fixes the
+	// ToolCall's fields, so it is an annotation, not a field.
+	AnnotationTraceID = "warden.dev/trace-id"
 	// AnnotationRequestedBy is, on an Approval, the audit subject of the
 	// credential that requested it: neither it nor the agent may decide
 	// it (authz.AuthorizeDecision).

@@ -3,7 +3,11 @@
 // request id on every request and answer, panic recovery that turns a
 // panic into a 500 Internal in the documented error shape (the stack goes
 // to the log with the request id), and read-header, read and idle
-// timeouts. Both Fiber applications (control plane, tool gateway) and the
-// net/http servers (the sandbox's egress proxy, the demo tool) use it, as
-// the Kubernetes apiserver wraps every handler chain in WithPanicRecovery.
+// timeouts. The Fiber applications (control plane, tool gateway, memory,
+// RAG, trace query) use Recover, the net/http servers RecoverHTTP (the
+// sandbox's egress proxy, the demo tool, OTLP/HTTP) or RecoverHTTPWith
+// with their own error body (MCP gateway, model router), and gRPC servers
+// (OTLP/gRPC) RecoverUnary and RecoverStream, as the Kubernetes apiserver
+// wraps every handler chain in WithPanicRecovery. listenertest checks a
+// listener against all of it.
 package listener

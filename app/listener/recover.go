@@ -85,11 +85,32 @@ func InternalError(requestID string) *apierr.Error {
 }
 
 // RecoverHTTP wraps a net/http handler like Recover: a panic is logged
-// with its stack and answered 500 (when nothing was written yet) instead
-// of net/http's silent connection reset. http.ErrAbortHandler is passed
-// on: it is the way to abort a response on purpose.
+// with its stack and answered 500 in plain text naming the request id
+// (when nothing was written yet) instead of net/http's silent connection
+// reset. http.ErrAbortHandler is passed on: it is the way to abort a
+// response on purpose. Listeners with an error body of their own use
+// RecoverHTTPWith.
 func RecoverHTTP(h http.Handler, log *slog.Logger) http.Handler {
+	return RecoverHTTPWith(h, log, func(w http.ResponseWriter, _ *http.Request, requestID string) {
+		http.Error(w, "internal error (request id "+requestID+")", http.StatusInternalServerError)
+	})
+}
+
+// RecoverHTTPWith wraps a net/http handler in panic recovery that answers
+// with answer, the listener's own 500 body, which should name requestID.
+// Every request gets an id first, the caller's X-Request-Id when it sent a
+// usable one (as RequestID does for Fiber): it is echoed on the answer and
+// carried in the request's context (RequestIDFromContext), so the
+// handler's own log lines name it too. The panic value and its stack go to
+// log with the id.
+func RecoverHTTPWith(h http.Handler, log *slog.Logger, answer func(w http.ResponseWriter, r *http.Request, requestID string)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get(HeaderRequestID)
+		if id == "" || len(id) > 64 {
+			id = NewRequestID()
+		}
+		w.Header().Set(HeaderRequestID, id)
+		r = r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id))
 		defer func() {
 			v := recover()
 			if v == nil {
@@ -98,14 +119,21 @@ func RecoverHTTP(h http.Handler, log *slog.Logger) http.Handler {
 			if v == http.ErrAbortHandler {
 				panic(v)
 			}
-			id := NewRequestID()
 			log.ErrorContext(r.Context(), "panic in handler", "panic", fmt.Sprint(v), "method", r.Method,
 				"path", r.URL.Path, "requestId", id, "stack", string(debug.Stack()))
-			w.Header().Set(HeaderRequestID, id)
-			http.Error(w, "internal error (request id "+id+")", http.StatusInternalServerError)
+			answer(w, r, id)
 		}()
 		h.ServeHTTP(w, r)
 	})
+}
+
+type requestIDKey struct{}
+
+// RequestIDFromContext returns the request id RecoverHTTPWith (or the gRPC
+// interceptors) gave the request whose context ctx is; "" outside one.
+func RequestIDFromContext(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
 }
 
 // NameRequest returns e, or for an Internal error whose message does not

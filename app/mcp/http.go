@@ -76,36 +76,21 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 }
 
 // recoverPanics gives every request an X-Request-Id (the client's, when it
-// sends a short one) and turns a panic into a 500 with the error logged.
+// sends a short one) and turns a panic into a 500 with the error logged
+// (listener.RecoverHTTPWith).
 func (s *Service) recoverPanics(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := r.Header.Get(listener.HeaderRequestID)
-		if id == "" || len(id) > 64 {
-			id = listener.NewRequestID()
-		}
-		w.Header().Set(listener.HeaderRequestID, id)
+	headers := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("Cache-Control", "no-store")
-		r = r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id))
-		defer func() {
-			if v := recover(); v != nil {
-				if v == http.ErrAbortHandler {
-					panic(v)
-				}
-				s.log.ErrorContext(r.Context(), "panic in MCP gateway handler", "panic", fmt.Sprint(v), "method", r.Method, "path", r.URL.Path, "requestId", id)
-				writeError(w, listener.InternalError(id))
-			}
-		}()
 		next.ServeHTTP(w, r)
+	})
+	return listener.RecoverHTTPWith(headers, s.log, func(w http.ResponseWriter, _ *http.Request, requestID string) {
+		writeError(w, listener.InternalError(requestID))
 	})
 }
 
-type requestIDKey struct{}
-
-func requestID(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey{}).(string)
-	return id
-}
+// requestID is the request's id (listener.RecoverHTTPWith gave it one).
+func requestID(ctx context.Context) string { return listener.RequestIDFromContext(ctx) }
 
 // authenticate verifies the request's credential.
 func (s *Service) authenticate(r *http.Request) (auth.Principal, error) {

@@ -274,27 +274,13 @@ func manifestNames(ctx context.Context, r store.Reader, p auth.Principal, ns, na
 	if ns != p.Namespace {
 		return refuse("agent %q works in namespace %q, not %q", p.Agent, p.Namespace, ns)
 	}
-	agent, err := r.ResourceGet(ctx, resource.Key{Kind: resource.KindAgent, Namespace: ns, Name: p.Agent})
-	if errors.Is(err, store.ErrNotFound) {
-		return refuse("agent %q does not exist in namespace %q", p.Agent, ns)
+	mname, spec, err := store.AgentManifest(ctx, r, ns, p.Agent)
+	var missing *store.ManifestNotFoundError
+	if errors.As(err, &missing) {
+		return refuse("%s", missing.Reason)
 	}
 	if err != nil {
-		return fmt.Errorf("memory: read agent %s/%s: %w", ns, p.Agent, err)
-	}
-	mname, _ := agent.Status["compiledManifest"].(string)
-	if mname == "" {
-		return refuse("agent %q has no compiled manifest yet: apply it and check `warden describe agent %s`", p.Agent, p.Agent)
-	}
-	m, err := r.ResourceGet(ctx, resource.Key{Kind: resource.KindCompiledAgentManifest, Namespace: ns, Name: mname})
-	if errors.Is(err, store.ErrNotFound) {
-		return refuse("agent %q has no compiled manifest yet", p.Agent)
-	}
-	if err != nil {
-		return fmt.Errorf("memory: read manifest %s/%s: %w", ns, mname, err)
-	}
-	spec, err := resource.DecodeSpec[resource.CompiledAgentManifestSpec](m)
-	if err != nil {
-		return fmt.Errorf("memory: decode manifest %s/%s: %w", ns, mname, err)
+		return fmt.Errorf("memory: %w", err)
 	}
 	if w := spec.Memories.Working; w == nil || w.Name != name || w.Namespace != ns {
 		return refuse("agent %q does not name memory %q in its compiled manifest %s", p.Agent, name, mname)

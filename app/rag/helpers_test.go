@@ -193,3 +193,27 @@ func (b *bundle) do(method, path, token string, body any) resp {
 	_ = json.Unmarshal(raw, &r.body)
 	return r
 }
+
+// bind makes agent of tenant's namespace default compiled, with a manifest
+// whose spec.memories.knowledge names indexes.
+func (b *bundle) bind(tenant, agent string, indexes ...string) {
+	b.t.Helper()
+	knowledge := make([]any, len(indexes))
+	for i, ix := range indexes {
+		knowledge[i] = map[string]any{"endpoint": "http://rag.test", "namespace": "default", "name": ix, "sources": []any{}}
+	}
+	spec := map[string]any{"agent": map[string]any{"name": agent, "generation": int64(1)}, "memories": map[string]any{"knowledge": knowledge}}
+	require.NoError(b.t, b.st.Update(context.Background(), tenant, func(ctx context.Context, tx store.Tx) error {
+		a, err := tx.ResourceCreate(ctx, obj(resource.KindAgent, agent, map[string]any{}))
+		if err != nil {
+			return err
+		}
+		m := obj(resource.KindCompiledAgentManifest, agent+"-g1", spec)
+		m.APIVersion = resource.InternalGroupVersion
+		if _, err := tx.ResourceCreate(ctx, m); err != nil {
+			return err
+		}
+		_, err = tx.ResourceUpdateStatus(ctx, a.Key(), map[string]any{"compiledManifest": agent + "-g1"}, a.Metadata.ResourceVersion)
+		return err
+	}))
+}

@@ -144,11 +144,17 @@ func (s *Service) handleRetrieve(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	// The compiled manifest names no RAG indexes (SPEC.md's fields), so an
-	// agent's retrieval is decided by its role in the namespace, as
-	// docs/rag.md says.
+	// The role decides first; an agent may then retrieve only from the
+	// indexes its compiled manifest names. Both refusals are audited.
 	p, ns, err := s.authorize(c, authz.VerbCreate, authz.ObjRAGRetrieve)
+	if err == nil {
+		err = s.checkBound(c.UserContext(), p, ns, req.Index)
+	}
 	if err != nil {
+		if ns == "" {
+			ns, _ = namespaceOf(c, p)
+		}
+		s.auditDenied(c.UserContext(), p, ns, req.Index, err)
 		return err
 	}
 	out, err := s.Retrieve(c.UserContext(), p.Tenant, ns, req, Caller{Subject: p.Subject, Agent: p.Agent})

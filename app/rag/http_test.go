@@ -1,11 +1,14 @@
 package rag_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/warden-dev/warden/app/audit"
+	"github.com/warden-dev/warden/app/store"
 	"github.com/warden-dev/warden/app/workload"
 )
 
@@ -16,6 +19,10 @@ func TestHTTPScenarios(t *testing.T) {
 	b := setup(t, "")
 	b.apply(tenantA, index("help", "faq"), inline("faq", doc("refunds", refundDoc), doc("shipping", shippingDoc)))
 	b.apply(tenantB, index("help", "faq"), inline("faq", doc("secret", "Globex launch codes are in the vault.")))
+	b.apply(tenantA, index("internal", "faq"))
+	b.bind(tenantA, "bot", "help")
+	b.bind(tenantA, "uncompiled")
+	b.bind(tenantB, "bot", "help")
 
 	viewer, editor, admin := b.keys[tenantA+"/viewer@default"], b.keys[tenantA+"/editor@default"], b.keys[tenantA+"/admin@default"]
 	otherNS := b.keys[tenantA+"/editor@other"]
@@ -43,6 +50,12 @@ func TestHTTPScenarios(t *testing.T) {
 		{name: "viewer retrieves", method: "POST", path: "/v1/rag/help/retrieve", token: viewer, body: query, status: 200,
 			contains: []string{`"document":"refunds"`, `"ranking":"bm25"`, `"score":`, `"citation":`}},
 		{name: "agent retrieves", method: "POST", path: "/v1/rag/help/retrieve", token: agent, body: query, status: 200, contains: []string{"refunds"}},
+		{name: "agent retrieves from an index its manifest does not name", method: "POST", path: "/v1/rag/internal/retrieve", token: agent, body: query, status: 403,
+			contains: []string{`"code":"Forbidden"`, `does not name RAG index \"internal\" in its compiled manifest bot-g1`, `"manifest":"bot-g1"`}},
+		{name: "agent whose manifest names no index", method: "POST", path: "/v1/rag/help/retrieve", token: b.token(tenantA, "default", "uncompiled", workload.AudienceRAG),
+			body: query, status: 403, contains: []string{"uncompiled-g1"}},
+		{name: "agent that does not exist", method: "POST", path: "/v1/rag/help/retrieve", token: b.token(tenantA, "default", "ghost", workload.AudienceRAG),
+			body: query, status: 403, contains: []string{`agent \"ghost\" does not exist`}},
 		{name: "retrieve, index in the body", method: "POST", path: "/v1/rag/retrieve", token: viewer,
 			body: map[string]any{"index": "help", "query": "shipping", "topK": 1}, status: 200, contains: []string{`"document":"shipping"`}},
 		{name: "viewer may not index", method: "POST", path: "/v1/rag/help/index", token: viewer, status: 403, contains: []string{"Forbidden", "rag/index"}},
@@ -89,4 +102,28 @@ func TestHTTPScenarios(t *testing.T) {
 			}
 		})
 	}
+
+	// Each refused retrieval is an audit record of its tenant, naming the
+	// index and the reason; tenant B's log has none of A's.
+	denied := b.deniedRetrievals(tenantA)
+	require.Contains(t, denied, "RAGIndex/internal Forbidden: agent \"bot\" does not name RAG index \"internal\" in its compiled manifest bot-g1: list it in the Agent's spec.memory.knowledge")
+	require.Contains(t, denied, "RAGIndex/help Forbidden: agent \"ghost\" does not exist in namespace \"default\"")
+	require.Empty(t, b.deniedRetrievals(tenantB))
+}
+
+// deniedRetrievals lists tenant's audit records of refused retrievals as
+// "<resource> <reason>".
+func (b *bundle) deniedRetrievals(tenant string) []string {
+	b.t.Helper()
+	var out []string
+	require.NoError(b.t, b.st.View(context.Background(), tenant, func(ctx context.Context, r store.Reader) error {
+		recs, err := r.AuditList(ctx, store.AuditListParams{Limit: 1000})
+		for _, rec := range recs {
+			if rec.Verb == "rag/retrieve" && rec.Outcome == audit.OutcomeDenied {
+				out = append(out, rec.Resource+" "+rec.Reason)
+			}
+		}
+		return err
+	}))
+	return out
 }

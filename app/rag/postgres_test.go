@@ -25,6 +25,7 @@ func TestPostgresCrossTenant(t *testing.T) {
 	b.apply(tenantB, index("help", "faq"), inline("faq", doc("menu", "The Globex cafeteria serves soup on Fridays.")))
 	aEditor, bEditor := b.keys[tenantA+"/editor@default"], b.keys[tenantB+"/editor@default"]
 	agentB := b.token(tenantB, "default", "bot", workload.AudienceRAG)
+	b.bind(tenantB, "bot", "help")
 
 	require.Equal(t, 202, b.do("POST", "/v1/rag/help/index", aEditor, nil).status)
 	require.Equal(t, 202, b.do("POST", "/v1/rag/help/index", bEditor, nil).status)

@@ -217,10 +217,13 @@ type AgentTool struct {
 	RequiresApproval *bool `json:"requiresApproval,omitempty"`
 }
 
-// AgentMemory binds Memory resources to an Agent.
+// AgentMemory binds Memory resources and knowledge to an Agent.
 type AgentMemory struct {
 	// Working is the name of the working Memory.
 	Working string `json:"working,omitempty"`
+	// Knowledge are names of RAGIndexes of the agent's namespace it may
+	// retrieve from.
+	Knowledge []string `json:"knowledge,omitempty"`
 }
 
 // AgentStatus is the status of an Agent.
@@ -715,6 +718,24 @@ type ManifestMCPServer struct {
 type ManifestMemories struct {
 	// Working is the working memory, if the agent has one.
 	Working *ManifestMemory `json:"working,omitempty"`
+	// Knowledge are the RAG indexes the agent may retrieve from, in the
+	// agent's order; absent when it has none.
+	Knowledge []ManifestKnowledge `json:"knowledge,omitempty"`
+}
+
+// ManifestKnowledge is one resolved RAG index of spec.memories.knowledge.
+type ManifestKnowledge struct {
+	// Endpoint is the RAG service URL.
+	Endpoint string `json:"endpoint"`
+	// Namespace is the RAGIndex's namespace.
+	Namespace string `json:"namespace"`
+	// Name is the RAGIndex's name.
+	Name string `json:"name"`
+	// Sources are the index's KnowledgeSource names, in its order.
+	Sources []string `json:"sources"`
+	// EmbeddingModel is the route id "<provider>:<model>" of the index's
+	// embedding Model; absent when the index ranks with BM25 only.
+	EmbeddingModel string `json:"embeddingModel,omitempty"`
 }
 
 // ManifestMemory is one resolved memory.

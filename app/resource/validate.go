@@ -362,6 +362,18 @@ func validateAgent(s map[string]any, add addFunc) {
 	}
 	if m, ok := s["memory"].(map[string]any); ok {
 		checkName(m, "working", "spec.memory.working", add)
+		checkNameList(m, "knowledge", "spec.memory.knowledge", add)
+		if l, ok := m["knowledge"].([]any); ok {
+			seen := map[string]int{}
+			for i, e := range l {
+				n, _ := e.(string)
+				if j, dup := seen[n]; dup && n != "" {
+					add(fmt.Sprintf("spec.memory.knowledge[%d]", i), ErrCodeDuplicate, "RAG index %q is already listed at spec.memory.knowledge[%d]", n, j)
+				} else {
+					seen[n] = i
+				}
+			}
+		}
 	}
 	checkNameList(s, "policies", "spec.policies", add)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/warden-dev/warden/app/apierr"
 	"github.com/warden-dev/warden/app/auth"
 	"github.com/warden-dev/warden/app/authz"
+	"github.com/warden-dev/warden/app/listener"
 	"github.com/warden-dev/warden/app/store"
 )
 
@@ -47,19 +48,11 @@ func (r *Router) Handler() http.Handler {
 	return r.recoverPanics(mux)
 }
 
-// recoverPanics turns a panic into a 500 with the error body.
+// recoverPanics turns a panic into a 500 with the error body naming the
+// request id (listener.RecoverHTTPWith).
 func (r *Router) recoverPanics(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, hr *http.Request) {
-		defer func() {
-			if v := recover(); v != nil {
-				if v == http.ErrAbortHandler {
-					panic(v)
-				}
-				r.log.ErrorContext(hr.Context(), "model router panic", "panic", v, "method", hr.Method, "path", hr.URL.Path)
-				writeError(w, apierr.New(apierr.CodeInternal, "internal error"))
-			}
-		}()
-		next.ServeHTTP(w, hr)
+	return listener.RecoverHTTPWith(next, r.log, func(w http.ResponseWriter, _ *http.Request, requestID string) {
+		writeError(w, listener.InternalError(requestID))
 	})
 }
 

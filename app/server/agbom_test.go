@@ -60,6 +60,8 @@ func TestAgBOMEndpoints(t *testing.T) {
 			require.Equal(t, "CycloneDX", cdx["bomFormat"])
 			require.Equal(t, "1.6", cdx["specVersion"])
 			require.Equal(t, "support-bot", cdx["metadata"].(map[string]any)["component"].(map[string]any)["name"])
+			require.Contains(t, string(r.body), `"bom-ref": "rag-index:support-kb"`)
+			require.Contains(t, string(r.body), `"bom-ref": "knowledge-source:support-handbook"`)
 
 			same := b.do(t, http.MethodGet, "/v1/namespaces/default/agents/support-bot/agbom", "", nil)
 			require.Equal(t, http.StatusOK, same.status)
@@ -127,6 +129,39 @@ spec: {source: function, sideEffect: local_write}
 			require.Len(t, diff.Added, 1)
 			require.Equal(t, "tool:zendesk.reply_internal", diff.Added[0].Ref)
 			require.Empty(t, diff.Removed)
+
+			// A third generation drops the RAG index: the diff shows it
+			// removed with the knowledge source only it read, and the
+			// reverse diff shows them added.
+			third := strings.Replace(agent, "    knowledge: [support-kb]\n", "", 1)
+			require.NotEqual(t, agent, third)
+			applied = b.apply(t, third)
+			require.Equal(t, http.StatusOK, applied.status, string(applied.body))
+			require.Equal(t, "support-bot-g3", waitEvent(t, updates).Data["manifest"])
+			refs := func(path string) (added, removed []string) {
+				t.Helper()
+				d := b.do(t, http.MethodGet, path, "", nil)
+				require.Equal(t, http.StatusOK, d.status, string(d.body))
+				var diff struct {
+					Added, Removed []struct {
+						Ref string `json:"ref"`
+					}
+				}
+				require.NoError(t, json.Unmarshal(d.body, &diff))
+				for _, c := range diff.Added {
+					added = append(added, c.Ref)
+				}
+				for _, c := range diff.Removed {
+					removed = append(removed, c.Ref)
+				}
+				return added, removed
+			}
+			added, removed := refs("/v1/agbom/support-bot/diff?from=2&to=3")
+			require.Empty(t, added)
+			require.Equal(t, []string{"knowledge-source:support-handbook", "rag-index:support-kb"}, removed)
+			added, removed = refs("/v1/agbom/support-bot/diff?from=3&to=2")
+			require.Equal(t, []string{"knowledge-source:support-handbook", "rag-index:support-kb"}, added)
+			require.Empty(t, removed)
 		})
 	}
 }

@@ -300,6 +300,7 @@ func (cs consoleScreens) Get(ctx context.Context, p auth.Principal, ns, name str
 			c.Approval = gateway.ApprovalName(name)
 		}
 		c.Environment = tc.Metadata.Annotations[gateway.AnnotationEnvironment]
+		c.TraceID = tc.Metadata.Annotations[gateway.AnnotationTraceID]
 		c.Input, c.Output = indent(tc.Spec["input"]), indent(tc.Status["output"])
 		c.StartedAt, _ = tc.Status["startedAt"].(string)
 		c.CompletedAt, _ = tc.Status["completedAt"].(string)

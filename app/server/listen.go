@@ -88,14 +88,20 @@ func (ls *Listeners) Close() {
 
 // ServeListeners serves the control plane and (when both are there) the
 // tool gateway on ls, over TLS when the configuration says so, until ctx is
-// cancelled. It takes ownership of ls.
+// cancelled. It takes ownership of ls. A nil ls.Control serves no control
+// plane (Config.ControlAddr ControlOff); a gateway without ls.Gateway
+// governs the MCP gateway's calls but serves no port of its own.
 func (s *Server) ServeListeners(ctx context.Context, ls *Listeners) error {
 	tlsCfg, err := s.cfg.TLSConfig()
 	if err != nil {
 		ls.Close()
 		return err
 	}
-	if (s.gateway == nil) != (ls.Gateway == nil) {
+	if (s.cfg.ControlAddr == ControlOff) != (ls.Control == nil) {
+		ls.Close()
+		return errors.New("serve: the control plane's listener and configuration disagree (ControlAddr off or not)")
+	}
+	if s.gateway == nil && ls.Gateway != nil {
 		ls.Close()
 		return errors.New("serve: the gateway's listener and configuration disagree (GatewayAddr off or not)")
 	}
@@ -108,18 +114,26 @@ func (s *Server) ServeListeners(ctx context.Context, ls *Listeners) error {
 		defer stop()
 	}
 	ln := ls.Control
-	if tlsCfg != nil {
-		ln = tls.NewListener(ln, tlsCfg)
+	if ln != nil {
+		if tlsCfg != nil {
+			ln = tls.NewListener(ln, tlsCfg)
+		}
+		s.log.InfoContext(ctx, "control plane listening", "addr", ln.Addr().String(), "tls", tlsCfg != nil)
 	}
-	s.log.InfoContext(ctx, "control plane listening", "addr", ln.Addr().String(), "tls", tlsCfg != nil)
 	if s.gateway == nil {
+		if ln == nil {
+			// serveControl's nil listener does not close ls.
+			defer ls.Close()
+		}
 		return s.Serve(ctx, ln)
 	}
 	gln := ls.Gateway
-	if tlsCfg != nil {
-		gln = tls.NewListener(gln, tlsCfg)
+	if gln != nil {
+		if tlsCfg != nil {
+			gln = tls.NewListener(gln, tlsCfg)
+		}
+		s.log.InfoContext(ctx, "tool gateway listening", "addr", gln.Addr().String(), "tls", tlsCfg != nil)
 	}
-	s.log.InfoContext(ctx, "tool gateway listening", "addr", gln.Addr().String(), "tls", tlsCfg != nil)
 	s.useMCPListener(ctx, ls.MCP, tlsCfg)
 	return s.ServeAll(ctx, ln, gln)
 }

@@ -362,8 +362,10 @@ func (s *Server) handleDelete(c *fiber.Ctx) error {
 	var deleted *resource.Object
 	err = s.store.Update(c.UserContext(), principal(c).Tenant, func(ctx context.Context, tx store.Tx) error {
 		var err error
-		deleted, err = tx.ResourceDelete(ctx, t.key(), c.Query("resourceVersion"))
-		return err
+		if deleted, err = tx.ResourceDelete(ctx, t.key(), c.Query("resourceVersion")); err != nil {
+			return err
+		}
+		return purgeItems(ctx, tx, deleted)
 	})
 	if err != nil {
 		return storeErrorFor(err, t)
@@ -372,6 +374,24 @@ func (s *Server) handleDelete(c *fiber.Ctx) error {
 		s.authz.Invalidate(principal(c).Tenant)
 	}
 	return c.JSON(present(deleted))
+}
+
+// purgeItems deletes, in the transaction that deletes o, the rows o kept
+// outside the resource table: a Memory's items, a RAGIndex's documents,
+// chunks and terms. A resource of the same name created later starts
+// empty.
+func purgeItems(ctx context.Context, tx store.Tx, o *resource.Object) error {
+	switch o.Kind {
+	case resource.KindMemory:
+		if _, err := tx.MemoryPurge(ctx, o.Metadata.Namespace, o.Metadata.Name); err != nil {
+			return fmt.Errorf("delete the items of memory %s: %w", o.Metadata.Name, err)
+		}
+	case resource.KindRAGIndex:
+		if err := tx.RAGIndexPurge(ctx, o.Metadata.Namespace, o.Metadata.Name); err != nil {
+			return fmt.Errorf("delete the documents of RAG index %s: %w", o.Metadata.Name, err)
+		}
+	}
+	return nil
 }
 
 // handlePutStatus writes the status subresource. Kinds only Warden writes

@@ -48,7 +48,9 @@ const MaxBodyBytes = 10 << 20
 type Config struct {
 	Store  store.Store
 	Logger *slog.Logger
-	// ControlAddr is the control plane listener, e.g. "127.0.0.1:8080".
+	// ControlAddr is the control plane listener, e.g. "127.0.0.1:8080";
+	// ControlOff serves no control plane (a service run alone, `warden
+	// serve`), which then needs PublicURL.
 	ControlAddr string
 	// Compile holds the endpoints compiled manifests point agents at.
 	Compile compile.Options
@@ -160,7 +162,7 @@ func (c Config) WithDefaults() Config {
 	if c.ChangeHistory == 0 {
 		c.ChangeHistory = DefaultChangeHistory
 	}
-	if c.PublicURL == "" {
+	if c.PublicURL == "" && c.ControlAddr != ControlOff {
 		scheme := "http"
 		if c.TLSCertFile != "" {
 			scheme = "https"
@@ -190,7 +192,11 @@ func (c Config) Validate() error {
 	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
 		return errors.New("server config: TLSCertFile and TLSKeyFile go together: give both or neither")
 	}
-	if err := CheckTransport(c.ControlAddr, c.TLSCertFile != "", c.AllowPlaintext); err != nil {
+	if c.ControlAddr == ControlOff {
+		if c.PublicURL == "" {
+			return errors.New("server config: PublicURL is required when ControlAddr is off: it is the control plane's URL, the issuer of workload tokens")
+		}
+	} else if err := CheckTransport(c.ControlAddr, c.TLSCertFile != "", c.AllowPlaintext); err != nil {
 		return err
 	}
 	if c.RouterAddr != "" {
@@ -211,6 +217,11 @@ func (c Config) Validate() error {
 
 // GatewayOff as Config.GatewayAddr serves no tool gateway.
 const GatewayOff = "off"
+
+// ControlOff as Config.ControlAddr serves no control plane: the process
+// serves other services alone, beside a control plane elsewhere on the
+// same store.
+const ControlOff = "off"
 
 // CheckTransport refuses to serve plaintext on an address other than
 // loopback unless allowPlaintext says so.
@@ -450,6 +461,14 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 // fails, then ends the watch streams and lets the other requests finish
 // (10 s at most).
 func (s *Server) serveControl(ctx context.Context, ln net.Listener) error {
+	if ln == nil {
+		// No control plane here (ControlOff): the background work runs
+		// all the same, until ctx ends.
+		s.background(s.base)
+		<-ctx.Done()
+		s.stopBackground()
+		return nil
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- s.app.Listener(ln) }()
 	s.background(s.base)
@@ -530,15 +549,21 @@ func (s *Server) ListenAndServe(ctx context.Context) error {
 }
 
 // ServeAll serves the control plane on ln and the tool gateway on gln until
-// ctx is cancelled or either fails.
+// ctx is cancelled or either fails. A nil ln serves no control plane
+// (ControlOff), a nil gln no tool gateway: the gateway then only governs
+// the MCP gateway's calls.
 func (s *Server) ServeAll(ctx context.Context, ln, gln net.Listener) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	gerr := make(chan error, 1)
-	go func() {
-		gerr <- s.gateway.Serve(ctx, gln)
-		cancel()
-	}()
+	if gln == nil {
+		gerr <- nil
+	} else {
+		go func() {
+			gerr <- s.gateway.Serve(ctx, gln)
+			cancel()
+		}()
+	}
 	merr := s.serveMCP(ctx, cancel)
 	err := s.serveControl(ctx, ln)
 	cancel()

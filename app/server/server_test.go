@@ -294,6 +294,18 @@ spec:
   tools:
   - name: no.such_tool
 `, 422, "AdmissionRejected", "spec.tools[0].name"},
+				{"good then a missing RAG index", fmt.Sprintf(toolDoc, "kb.tool") + "---\n" + `apiVersion: warden.dev/v1alpha1
+kind: Agent
+metadata:
+  name: broken-bot
+spec:
+  framework:
+    adapter: langgraph
+  modelRoute:
+    primary: gpt-4o
+  memory:
+    knowledge: [support-kb, no-such-index]
+`, 422, "AdmissionRejected", "spec.memory.knowledge[1]"},
 				{"system-only kind", "apiVersion: warden.dev/v1alpha1\nkind: ToolCall\nmetadata:\n  name: forged\nspec: {}\n", 403, "Forbidden", "kind"},
 				{"empty body", "", 400, "InvalidRequest", ""},
 			}

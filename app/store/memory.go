@@ -31,6 +31,9 @@ type MemoryTx interface {
 	// summarized into c.SummaryID (MemoryQuery then leaves them out
 	// unless asked). It returns how many items it changed.
 	MemoryItemCompact(ctx context.Context, c MemoryCompact) (int, error)
+	// MemoryPurge deletes every item of a memory, when the Memory
+	// resource is deleted, and returns how many it deleted.
+	MemoryPurge(ctx context.Context, namespace, memory string) (deleted int, err error)
 }
 
 // MemoryReader reads the memory service's items.

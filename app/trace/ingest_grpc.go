@@ -13,6 +13,7 @@ import (
 	grpcstatus "google.golang.org/grpc/status"
 
 	"github.com/warden-dev/warden/app/apierr"
+	"github.com/warden-dev/warden/app/listener"
 )
 
 // GRPCServer returns the OTLP/gRPC server (TraceService/Export) of the
@@ -21,24 +22,14 @@ import (
 func (s *Service) GRPCServer(opts ...grpc.ServerOption) *grpc.Server {
 	opts = append([]grpc.ServerOption{
 		grpc.MaxRecvMsgSize(s.cfg.MaxRequestBytes),
-		grpc.ChainUnaryInterceptor(s.recoverGRPC),
+		grpc.ChainUnaryInterceptor(listener.RecoverUnary(s.log)),
+		grpc.ChainStreamInterceptor(listener.RecoverStream(s.log)),
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: 5 * time.Minute}),
 		grpc.ConnectionTimeout(10 * time.Second),
 	}, opts...)
 	srv := grpc.NewServer(opts...)
 	collectortrace.RegisterTraceServiceServer(srv, &grpcTraces{s: s})
 	return srv
-}
-
-// recoverGRPC turns a handler panic into INTERNAL and a log line.
-func (s *Service) recoverGRPC(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			s.log.Error("panic in OTLP/gRPC handler", "panic", v, "method", info.FullMethod)
-			resp, err = nil, grpcstatus.Error(codes.Internal, "internal error")
-		}
-	}()
-	return handler(ctx, req)
 }
 
 type grpcTraces struct {

@@ -44,7 +44,15 @@ type Call struct {
 	Approval       string
 	StartedAt      string
 	CompletedAt    string
-	Audit          []AuditRow
+	// TraceID is the call's trace (the annotation warden.dev/trace-id),
+	// empty when it was recorded without tracing.
+	TraceID string
+	Audit   []AuditRow
+}
+
+// TraceHref is the page of the call's trace.
+func (c Call) TraceHref() string {
+	return "/traces/" + url.PathEscape(c.TraceID) + "?namespace=" + url.QueryEscape(c.Namespace)
 }
 
 // AuditRow is one audit record about the call or its approval.

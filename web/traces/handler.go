@@ -97,6 +97,7 @@ func (h *Handler) Trace(c *fiber.Ctx) error {
 		return layout.Render(c, fiber.StatusOK, TraceView(m))
 	}
 	m.Spans, m.Summary = waterfall(t)
+	m.ToolCalls = toolCalls(t)
 	m.Truncated = t.Truncated
 	return layout.Render(c, fiber.StatusOK, TraceView(m))
 }
@@ -170,6 +171,27 @@ func waterfall(t *trace.Trace) ([]SpanRow, string) {
 	}
 	return out, fmt.Sprintf("%s, %s, %d with errors, started %s UTC", layout.Count(len(t.Spans), "span", "spans"), ms(float64(total)/1e6), errs,
 		start.UTC().Format("2006-01-02 15:04:05"))
+}
+
+// AttrToolCall is the span attribute by which the tool gateway's spans
+// name their ToolCall record.
+const AttrToolCall = "warden.toolcall"
+
+// toolCalls lists the tool calls the trace's spans name, in the order
+// their first span started, each once.
+func toolCalls(t *trace.Trace) []ToolCallLink {
+	var out []ToolCallLink
+	seen := map[ToolCallLink]bool{}
+	for _, s := range t.Spans {
+		name, _ := s.Attributes[AttrToolCall].(string)
+		l := ToolCallLink{Namespace: s.Namespace, Name: name}
+		if name == "" || l.Namespace == "" || seen[l] {
+			continue
+		}
+		seen[l] = true
+		out = append(out, l)
+	}
+	return out
 }
 
 func ms(v float64) string {

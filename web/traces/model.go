@@ -1,6 +1,10 @@
 package traces
 
-import "github.com/warden-dev/warden/web/layout"
+import (
+	"net/url"
+
+	"github.com/warden-dev/warden/web/layout"
+)
 
 // OverviewModel is the trace overview: calls, errors, latency and cost per
 // agent and tool (or model), and a form to open a trace.
@@ -32,8 +36,20 @@ type TraceModel struct {
 	Namespace string
 	Summary   string
 	Spans     []SpanRow
+	// ToolCalls are the tool calls whose spans the trace holds.
+	ToolCalls []ToolCallLink
 	Truncated bool
 	Error     string
+}
+
+// ToolCallLink is a tool call a trace's spans name (warden.toolcall).
+type ToolCallLink struct {
+	Namespace, Name string
+}
+
+// Href is the call's page in the console.
+func (l ToolCallLink) Href() string {
+	return "/toolcalls/" + url.PathEscape(l.Namespace) + "/" + url.PathEscape(l.Name)
 }
 
 // SpanRow is one span of the waterfall, in tree order.

@@ -11,6 +11,9 @@ import (
 // FakeTraceID is the one trace the fake stores: a governed tool call.
 const FakeTraceID = "5b8efff798038103d269b633813fc60c"
 
+// FakeToolCall is the tool call whose spans the fake trace holds.
+const FakeToolCall = "tc-01jd8yq3zq2w6m4v9x0b1c2d3e"
+
 // Overview answers a fixed overview: one agent calling one tool and one
 // model, authorized like the real service.
 func (f *Fake) Overview(ctx context.Context, p auth.Principal, namespace string, _ time.Duration) ([]trace.OverviewRow, error) {
@@ -40,6 +43,7 @@ func (f *Fake) Trace(ctx context.Context, p auth.Principal, namespace string, id
 	}
 	root := span("0000000000000001", "", "warden.toolcall", 0, 40*time.Millisecond, "error")
 	root.Events = []trace.SpanEvent{{Name: "toolCallRequest", Time: t0.Add(3 * time.Millisecond)}}
+	root.Attributes = map[string]any{"warden.toolcall": FakeToolCall}
 	return &trace.Trace{TraceID: FakeTraceID, Spans: []trace.SpanView{
 		root,
 		span("0000000000000002", root.SpanID, "warden.step.policy", time.Millisecond, 3*time.Millisecond, "unset"),

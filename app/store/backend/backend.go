@@ -27,6 +27,10 @@ type Options struct {
 	// dropping the password, which suits trust or certificate
 	// authentication; with password authentication set it explicitly.
 	AppURL string
+	// NoMigrate applies to postgres:// only: Open checks that every
+	// migration is applied rather than applying them, and refuses a schema
+	// that is behind (*postgres.SchemaBehindError).
+	NoMigrate bool
 }
 
 // sqliteScheme starts the URL of the embedded store.
@@ -55,7 +59,7 @@ func Open(ctx context.Context, url string, opts Options) (store.Store, error) {
 		}
 		return s, nil
 	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
-		s, err := postgres.Open(ctx, url, postgres.Options{Logger: opts.Logger, Now: opts.Now, AppURL: opts.AppURL})
+		s, err := postgres.Open(ctx, url, postgres.Options{Logger: opts.Logger, Now: opts.Now, AppURL: opts.AppURL, NoMigrate: opts.NoMigrate})
 		if err != nil {
 			return nil, fmt.Errorf("open store: %w", err)
 		}

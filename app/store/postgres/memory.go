@@ -19,6 +19,7 @@ const (
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, $11, $12)`
 	qMemoryDelete = `DELETE FROM memory_items
 		WHERE tenant_id = $1 AND namespace = $2 AND memory = $3 AND id = $4 AND ($5 = '' OR agent = $5)`
+	qMemoryPurge  = `DELETE FROM memory_items WHERE tenant_id = $1 AND namespace = $2 AND memory = $3`
 	qMemoryExpire = `DELETE FROM memory_items
 		WHERE tenant_id = $1 AND namespace = $2 AND memory = $3 AND expires_at <= $4`
 	// qMemoryCap deletes every item behind the newest $4.
@@ -55,6 +56,15 @@ func (t *writeTx) MemoryItemDelete(ctx context.Context, k store.MemoryItemKey) e
 		return fmt.Errorf("memory item %s/%s/%s: %w", k.Namespace, k.Memory, k.ID, store.ErrNotFound)
 	}
 	return nil
+}
+
+// MemoryPurge deletes every item of a memory.
+func (t *writeTx) MemoryPurge(ctx context.Context, namespace, memory string) (int, error) {
+	tag, err := t.q.Exec(ctx, qMemoryPurge, t.tenant, namespace, memory)
+	if err != nil {
+		return 0, interpretError(fmt.Errorf("purge memory %s/%s: %w", namespace, memory, err))
+	}
+	return int(tag.RowsAffected()), nil
 }
 
 // MemoryItemTrim deletes expired items and those beyond the cap.

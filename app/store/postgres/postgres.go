@@ -70,6 +70,9 @@ type Options struct {
 	Now func() time.Time
 	// MaxConns bounds the application pool; zero means 10.
 	MaxConns int32
+	// NoMigrate checks that every migration is applied instead of
+	// applying them: a schema that is behind is a *SchemaBehindError.
+	NoMigrate bool
 }
 
 // WithDefaults returns o with zero fields replaced by their defaults.
@@ -137,7 +140,11 @@ func Open(ctx context.Context, ownerURL string, opts Options) (*Store, error) {
 			return nil, err
 		}
 	}
-	if err := migrate(ctx, ownerURL, func(name string) {
+	if opts.NoMigrate {
+		if err := checkSchema(ctx, ownerURL); err != nil {
+			return nil, err
+		}
+	} else if err := migrate(ctx, ownerURL, func(name string) {
 		opts.Logger.Info("applied migration", "driver", "postgres", "migration", name)
 	}); err != nil {
 		return nil, err

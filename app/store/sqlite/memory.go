@@ -20,6 +20,7 @@ const (
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	qMemoryDelete = `DELETE FROM memory_items
 		WHERE tenant_id = ? AND namespace = ? AND memory = ? AND id = ? AND (?5 = '' OR agent = ?5)`
+	qMemoryPurge  = `DELETE FROM memory_items WHERE tenant_id = ? AND namespace = ? AND memory = ?`
 	qMemoryExpire = `DELETE FROM memory_items
 		WHERE tenant_id = ? AND namespace = ? AND memory = ? AND expires_at <= ?`
 	qMemoryCap = `DELETE FROM memory_items
@@ -68,6 +69,15 @@ func (t *writeTx) MemoryItemDelete(ctx context.Context, k store.MemoryItemKey) e
 		return fmt.Errorf("memory item %s/%s/%s: %w", k.Namespace, k.Memory, k.ID, store.ErrNotFound)
 	}
 	return nil
+}
+
+// MemoryPurge deletes every item of a memory.
+func (t *writeTx) MemoryPurge(ctx context.Context, namespace, memory string) (int, error) {
+	n, err := t.affected(ctx, qMemoryPurge, t.tenant, namespace, memory)
+	if err != nil {
+		return 0, fmt.Errorf("purge memory %s/%s: %w", namespace, memory, err)
+	}
+	return n, nil
 }
 
 // MemoryItemTrim deletes expired items and those beyond the cap.

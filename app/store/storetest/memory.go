@@ -151,6 +151,50 @@ func testMemoryDelete(t *testing.T, s store.Store) {
 	require.Empty(t, memQuery(t, s, tenant, store.MemoryQuery{Namespace: "default", Memory: "m"}))
 }
 
+// testMemoryPurge covers deleting every item of one memory: the memory's
+// other namespaces, the tenant's other memories and other tenants keep
+// theirs, and a rolled-back purge deletes nothing.
+func testMemoryPurge(t *testing.T, s store.Store) {
+	tenant, other := NewTenant(), NewTenant()
+	items := []store.MemoryItem{
+		{ID: "x", Namespace: "default", Memory: "m", Agent: "a", Text: "x"},
+		{ID: "y", Namespace: "default", Memory: "m", Agent: "b", Text: "y"},
+		{ID: "z", Namespace: "default", Memory: "kept", Text: "z"},
+		{ID: "w", Namespace: "team", Memory: "m", Text: "w"},
+	}
+	memInsert(t, s, tenant, items...)
+	memInsert(t, s, other, items[0])
+	purge := func(tn string, rollback bool) (int, error) {
+		var n int
+		err := memUpdate(t, s, tn, func(ctx context.Context, tx store.Tx) error {
+			var err error
+			if n, err = tx.MemoryPurge(ctx, "default", "m"); err != nil {
+				return err
+			}
+			if rollback {
+				return errRollback
+			}
+			return nil
+		})
+		return n, err
+	}
+	_, err := purge(tenant, true)
+	require.ErrorIs(t, err, errRollback)
+	require.Equal(t, []string{"y", "x"}, memQuery(t, s, tenant, store.MemoryQuery{Namespace: "default", Memory: "m"}),
+		"a rolled-back purge deletes nothing")
+	n, err := purge(tenant, false)
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	require.Empty(t, memQuery(t, s, tenant, store.MemoryQuery{Namespace: "default", Memory: "m", IncludeSummarized: true}))
+	require.Equal(t, []string{"z"}, memQuery(t, s, tenant, store.MemoryQuery{Namespace: "default", Memory: "kept"}))
+	require.Equal(t, []string{"w"}, memQuery(t, s, tenant, store.MemoryQuery{Namespace: "team", Memory: "m"}))
+	require.Equal(t, []string{"x"}, memQuery(t, s, other, store.MemoryQuery{Namespace: "default", Memory: "m"}),
+		"another tenant's memory of the same name keeps its items")
+	n, err = purge(tenant, false)
+	require.NoError(t, err)
+	require.Zero(t, n, "purging an empty memory deletes nothing")
+}
+
 // testMemoryTrim covers expiry and the item cap.
 func testMemoryTrim(t *testing.T, s store.Store) {
 	tenant := NewTenant()

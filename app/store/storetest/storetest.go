@@ -88,6 +88,7 @@ func Run(t *testing.T, open OpenFunc) {
 		{"AuditCut", testAuditCut},
 		{"MemoryItems", testMemoryItems},
 		{"MemoryDelete", testMemoryDelete},
+		{"MemoryPurge", testMemoryPurge},
 		{"MemoryTrim", testMemoryTrim},
 		{"MemoryCompact", testMemoryCompact},
 		{"Deliveries", testDeliveries},
