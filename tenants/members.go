@@ -96,6 +96,7 @@ func (s *Service) Invite(ctx context.Context, p auth.Principal, email, role, nam
 	if err != nil {
 		return nil, mapErr("invite "+email, err)
 	}
+	s.invalidate(p.Tenant)
 	s.logger.InfoContext(ctx, "member invited", "tenant", p.Tenant, "namespace", namespace, "role", role, "by", p.Subject)
 	return &out, nil
 }
@@ -137,6 +138,7 @@ func (s *Service) BindRole(ctx context.Context, p auth.Principal, namespace, ema
 	if err != nil {
 		return nil, mapErr("bind role", err)
 	}
+	s.invalidate(p.Tenant)
 	return out, nil
 }
 
@@ -216,14 +218,14 @@ func (s *Service) CreateNamespace(ctx context.Context, p auth.Principal, name, d
 }
 
 // GrantOwnership makes an existing member an owner of p's tenant. Whether
-// p may is asked of app/authz (patch members at tenant scope, which only
-// owners hold).
+// p may is asked of app/authz (authz.ObjMembersOwner, which only owners
+// hold).
 func (s *Service) GrantOwnership(ctx context.Context, p auth.Principal, email string) error {
 	email, err := NormalizeEmail(email)
 	if err != nil {
 		return apierr.New(apierr.CodeInvalidRequest, "grant ownership: email: %v", err)
 	}
-	if err := s.authorize(ctx, p, auth.VerbPatch, "", authz.ObjMembers); err != nil {
+	if err := s.authorize(ctx, p, authz.VerbCreate, "", authz.ObjMembersOwner); err != nil {
 		return err
 	}
 	err = s.st.Update(ctx, p.Tenant, func(ctx context.Context, tx store.Tx) error {
@@ -243,6 +245,7 @@ func (s *Service) GrantOwnership(ctx context.Context, p auth.Principal, email st
 	if err != nil {
 		return mapErr("grant ownership to "+email, err)
 	}
+	s.invalidate(p.Tenant)
 	s.logger.InfoContext(ctx, "ownership granted", "tenant", p.Tenant, "by", p.Subject)
 	return nil
 }
@@ -268,26 +271,23 @@ func (s *Service) RemoveMember(ctx context.Context, p auth.Principal, email stri
 			return err
 		}
 		if m.Owner {
-			all, err := tx.MemberList(ctx)
-			if err != nil {
+			if err := lastOwner(ctx, tx, p.Tenant, email); err != nil {
 				return err
-			}
-			owners := 0
-			for _, o := range all {
-				if o.Owner {
-					owners++
-				}
-			}
-			if owners <= 1 {
-				return apierr.New(apierr.CodeConflict, "%s is the last owner of tenant %q: make someone else owner first", email, p.Tenant)
 			}
 		}
 		if err := tx.MemberDelete(ctx, email); err != nil {
 			return err
 		}
+		if err := s.handOver(ctx, tx, p, email); err != nil {
+			return err
+		}
 		return s.unbindAll(ctx, tx, p, email)
 	})
-	return mapErr("remove member "+email, err)
+	if err != nil {
+		return mapErr("remove member "+email, err)
+	}
+	s.invalidate(p.Tenant)
+	return nil
 }
 
 // unbindAll deletes the person's RoleBindings in every namespace.

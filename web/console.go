@@ -70,6 +70,11 @@ type Deps struct {
 	Approvals approvals.Service
 	ToolCalls toolcalls.Service
 	Fleet     fleet.Service
+	// WatchApprovals (optional) signals changes of a tenant's Approvals
+	// (the watch hub): with it the inbox follows GET /approvals/stream;
+	// StreamBase ends those streams when the server shuts down.
+	WatchApprovals approvals.Watcher
+	StreamBase     context.Context
 	// Menu (optional) says which menu entries a person may use.
 	Menu func(ctx context.Context, p auth.Principal) map[string]bool
 	// SignupLimiter (optional) limits sign-ups per client IP; a client
@@ -149,6 +154,7 @@ type Console struct {
 	apikeys    *apikeys.Handler
 	audit      *audit.Handler
 	approvals  *approvals.Handler
+	stream     *approvals.Streamer
 	toolcalls  *toolcalls.Handler
 	fleet      *fleet.Handler
 	env        *layout.Env
@@ -190,6 +196,10 @@ func New(deps Deps) (*Console, error) {
 	}
 	if deps.Traces != nil {
 		cs.traces = &traces.Handler{Env: env, Service: deps.Traces}
+	}
+	if deps.WatchApprovals != nil {
+		cs.approvals.StreamURL, cs.approvals.ScriptURL = "/approvals/stream", assets.URL("inbox.js")
+		cs.stream = &approvals.Streamer{Handler: cs.approvals, Watch: deps.WatchApprovals, Base: deps.StreamBase, Log: deps.Log}
 	}
 	return cs, nil
 }

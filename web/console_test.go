@@ -22,6 +22,7 @@ import (
 
 	appaudit "github.com/warden-dev/warden/app/audit"
 	"github.com/warden-dev/warden/app/auth"
+	"github.com/warden-dev/warden/app/authz"
 	"github.com/warden-dev/warden/web"
 	"github.com/warden-dev/warden/web/apikeys"
 	"github.com/warden-dev/warden/web/audit"
@@ -398,7 +399,7 @@ func TestAuditNewestFirst(t *testing.T) {
 
 // TestMemberRoleChange: a member's role can be changed and owner granted;
 // owner is offered and accepted only when the authorizer lets the caller
-// patch members.
+// grant ownership (authz.ObjMembersOwner).
 func TestMemberRoleChange(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -423,14 +424,14 @@ func TestMemberRoleChange(t *testing.T) {
 		}
 	}
 
-	// An authorizer that lets the caller manage members but not patch them
-	// (a non-owner): owner is neither offered nor accepted.
+	// An authorizer that lets the caller manage members but not grant
+	// ownership (a non-owner): owner is neither offered nor accepted.
 	b = setup(t)
 	deps := b.fake.Deps()
 	var asked []string
 	deps.Authorize = func(_ context.Context, _ auth.Principal, verb, ns, obj string) error {
 		asked = append(asked, verb+" "+obj+"@"+ns)
-		if verb == auth.VerbPatch {
+		if obj == authz.ObjMembersOwner {
 			return auth.ErrForbidden
 		}
 		return nil
@@ -445,7 +446,7 @@ func TestMemberRoleChange(t *testing.T) {
 	require.Contains(t, body, `action="/members/bob@acme.test/role"`)
 	require.NotContains(t, roleSelect(t, body), `<option value="owner">owner</option>`)
 	require.Contains(t, roleSelect(t, body), `<option value="admin">admin</option>`)
-	require.Contains(t, asked, "patch members@")
+	require.Contains(t, asked, "create members/owner@")
 	resp, body := b.do(t, scenario{method: "POST", path: "/members/bob@acme.test/role", session: "owner",
 		form: url.Values{"role": {"owner"}}})
 	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)

@@ -19,6 +19,9 @@ func (cs *Console) registerScreens(r fiber.Router) {
 	sh, in, pe := SecurityHeaders, cs.requireUser, cs.pageErrors
 	if cs.deps.Approvals != nil {
 		r.Get("/approvals", sh, in, pe, cs.approvals.Inbox)
+		if cs.stream != nil {
+			r.Get("/approvals/stream", sh, in, pe, cs.stream.Serve)
+		}
 		r.Get("/approvals/:ns/:name", sh, in, pe, cs.approvals.Show)
 		r.Post("/approvals/:ns/:name/decide", sh, in, pe, cs.approvals.Decide)
 	}

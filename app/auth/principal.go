@@ -132,12 +132,14 @@ type Authenticator struct {
 	store     store.Store
 	now       func() time.Time
 	verifiers []Verifier
+	// guard checks HeaderTenant (AuthenticateTenant).
+	guard *TenantGuard
 }
 
 // NewAuthenticator returns an Authenticator for API keys and the given
 // verifiers, tried in order.
 func NewAuthenticator(st store.Store, now func() time.Time, verifiers ...Verifier) *Authenticator {
-	return &Authenticator{store: st, now: now, verifiers: verifiers}
+	return &Authenticator{store: st, now: now, verifiers: verifiers, guard: NewTenantGuard(st, now, nil)}
 }
 
 // Authenticate verifies an Authorization header value.

@@ -42,6 +42,10 @@ const (
 	ObjAPIKeys = "apikeys"
 	// ObjMembers is the tenant's people.
 	ObjMembers = "members"
+	// ObjMembersOwner with VerbCreate grants or takes away ownership of
+	// the tenant (POST /v1/members/{email}/role with role owner, or a
+	// namespace role for an owner): owners only.
+	ObjMembersOwner = "members/owner"
 	// ObjAudit is the audit log.
 	ObjAudit = "audit"
 	// ObjResources is the change feed, GET /v1/resources?watch=true.
@@ -199,6 +203,7 @@ func rules(role string) []Permission {
 		add([]string{groupTenant}, writeVerbs...)
 		add([]string{groupTenant}, auth.VerbWriteStatus)
 		add([]string{ObjMembers}, auth.VerbGet, auth.VerbList, VerbCreate, auth.VerbPatch, auth.VerbDelete)
+		add([]string{ObjMembersOwner}, VerbCreate)
 	case RoleBreakGlass:
 		add([]string{"approvals", "toolcalls"}, auth.VerbGet, auth.VerbList)
 		add([]string{ObjApprovalsOverride}, VerbCreate)

@@ -90,7 +90,7 @@ func (g *Gateway) limitBody(c *fiber.Ctx) error {
 
 func (g *Gateway) authenticate(c *fiber.Ctx) error {
 	want := strings.Clone(c.Get(auth.HeaderTenant))
-	p, err := g.cfg.Authn.Authenticate(auth.WithRequestedTenant(c.UserContext(), want), c.Get(fiber.HeaderAuthorization))
+	p, err := g.cfg.Authn.AuthenticateTenant(c.UserContext(), c.Get(fiber.HeaderAuthorization), want, "tool gateway")
 	if err != nil {
 		if errors.Is(err, auth.ErrUnauthenticated) {
 			g.log.InfoContext(c.UserContext(), "unauthenticated gateway request", "path", c.Path(), "reason", err.Error())
@@ -99,9 +99,6 @@ func (g *Gateway) authenticate(c *fiber.Ctx) error {
 				"a valid credential is required: send Authorization: Bearer <workload token for audience warden:tool-gateway>")
 		}
 		return err
-	}
-	if want != "" && p.Tenant != want {
-		return apierr.New(apierr.CodeForbidden, "%s does not act in tenant %q (%s)", p.Subject, want, auth.HeaderTenant)
 	}
 	c.Locals(localPrincipal, p)
 	c.SetUserContext(auth.WithPrincipal(c.UserContext(), p))

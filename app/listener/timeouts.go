@@ -16,9 +16,10 @@ const (
 
 // Timeouts bound how long a client may take to send a request and how long
 // an idle keep-alive connection is kept. None bounds the handler or the
-// answer: a long-poll (?wait=) reads nothing while it waits and a watch
-// stream only writes, so both outlive these timeouts; no write deadline is
-// set, since it would cut a watch stream.
+// answer: a long-poll (?wait=) reads nothing while it waits, and a watch
+// stream and the console's inbox stream (GET /approvals/stream, which ends
+// itself after five minutes) only write, so all of them outlive these
+// timeouts; no write deadline is set, since it would cut a stream.
 type Timeouts struct {
 	// ReadHeader is the time from the first byte of a request (or the
 	// connection's opening) to the end of its headers: a client that

@@ -85,7 +85,7 @@ func (s *Service) authenticate(c *fiber.Ctx) error {
 		return errors.New("memory: Config.Authn is not set")
 	}
 	want := strings.Clone(c.Get(auth.HeaderTenant))
-	p, err := s.cfg.Authn.Authenticate(auth.WithRequestedTenant(c.UserContext(), want), c.Get(fiber.HeaderAuthorization))
+	p, err := s.cfg.Authn.AuthenticateTenant(c.UserContext(), c.Get(fiber.HeaderAuthorization), want, "memory service")
 	if err != nil {
 		if errors.Is(err, auth.ErrUnauthenticated) {
 			s.cfg.Logger.InfoContext(c.UserContext(), "unauthenticated memory request", "path", c.Path(), "reason", err.Error())
@@ -94,9 +94,6 @@ func (s *Service) authenticate(c *fiber.Ctx) error {
 				"a valid credential is required: send Authorization: Bearer <workload token for audience warden:memory, or an API key>")
 		}
 		return err
-	}
-	if want != "" && p.Tenant != want {
-		return apierr.New(apierr.CodeForbidden, "%s does not act in tenant %q (%s)", p.Subject, want, auth.HeaderTenant)
 	}
 	c.Locals(localPrincipal, p)
 	c.SetUserContext(auth.WithPrincipal(c.UserContext(), p))

@@ -11,6 +11,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/warden-dev/warden/app/apierr"
+	"github.com/warden-dev/warden/app/audit"
 )
 
 // LocalLinkPath is the route of a one-time local sign-in link:
@@ -105,6 +106,8 @@ func (h *Handler) LocalLink(c *fiber.Ctx) error {
 		return fmt.Errorf("local sign-in: %w", err)
 	}
 	h.log.InfoContext(c.UserContext(), "local sign-in", "tenant", link.tenant, "email", link.email)
+	h.auditSignin(c.UserContext(), audit.Record{Tenant: link.tenant, Actor: "user:" + link.email, Outcome: audit.OutcomeAllowed,
+		Policy: "local", Reason: "signed in with a one-time local link"})
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	return c.Redirect(h.cfg.AfterLogin, fiber.StatusSeeOther)
 }

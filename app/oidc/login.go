@@ -122,7 +122,7 @@ func (h *Handler) tenantSSO(ctx context.Context, tenant string) (*tenants.SSOCon
 // e-mail domains, marks the member active, creates the session and
 // redirects to AfterLogin. Public route; rate-limited per client IP and per
 // e-mail.
-func (h *Handler) Callback(c *fiber.Ctx) error {
+func (h *Handler) Callback(c *fiber.Ctx) (err error) {
 	if err := h.limit(c, "ip:"+c.IP()); err != nil {
 		return err
 	}
@@ -132,6 +132,16 @@ func (h *Handler) Callback(c *fiber.Ctx) error {
 	if err != nil {
 		return apierr.New(apierr.CodeInvalidRequest, "sign-in refused: %v; start again at /auth/login", err)
 	}
+	// A failed callback is audited in the tenant it was for, once one is
+	// known (asked for at /auth/login, or the tenant's own provider), and
+	// only when that tenant exists: anonymous requests write nowhere else.
+	var tenant, email, via string
+	defer func() {
+		if err != nil && tenant != "" {
+			h.auditFailedSignin(ctx, tenant, email, via, err)
+		}
+	}()
+	tenant, via = f.Tenant, f.Issuer
 	if subtle.ConstantTimeCompare([]byte(c.Query("state")), []byte(f.State)) != 1 {
 		return apierr.New(apierr.CodeInvalidRequest, "sign-in refused: the state does not match this browser's sign-in; start again at /auth/login")
 	}
@@ -174,6 +184,7 @@ func (h *Handler) Callback(c *fiber.Ctx) error {
 	}
 	email, err = tenants.NormalizeEmail(email)
 	if err != nil {
+		email = ""
 		return unauthenticated("sign-in refused: the identity provider gave no usable e-mail address")
 	}
 	if !verified && f.Signup != nil {
@@ -189,9 +200,15 @@ func (h *Handler) Callback(c *fiber.Ctx) error {
 		return h.completeSignup(c, p, *f.Signup, email, claims)
 	}
 
-	tenant, choice, err := h.pickTenant(ctx, p, f.Tenant, email)
+	if p.tenant != "" {
+		tenant = p.tenant
+	}
+	picked, choice, err := h.pickTenant(ctx, p, f.Tenant, email)
 	if err != nil {
 		return err
+	}
+	if picked != "" {
+		tenant = picked
 	}
 	if choice != nil {
 		return h.RenderChoice(c, *choice)
@@ -204,13 +221,8 @@ func (h *Handler) Callback(c *fiber.Ctx) error {
 	}
 	h.log.InfoContext(ctx, "signed in", "tenant", tenant, "issuer", p.issuerURL)
 	// A sign-in is on the tenant's audit log, like every use of a key.
-	if err := h.st.Update(context.WithoutCancel(ctx), tenant, func(ctx context.Context, tx store.Tx) error {
-		_, err := tx.AuditInsert(ctx, audit.Record{Time: h.now().UTC(), Tenant: tenant, Actor: "user:" + email, Verb: "signin",
-			Resource: "sessions", Outcome: audit.OutcomeAllowed, Policy: "oidc:" + p.name, Reason: "signed in with " + p.issuerURL})
-		return err
-	}); err != nil {
-		h.log.ErrorContext(ctx, "audit a sign-in", "err", err)
-	}
+	h.auditSignin(ctx, audit.Record{Tenant: tenant, Actor: "user:" + email, Outcome: audit.OutcomeAllowed, Policy: "oidc:" + p.name,
+		Reason: "signed in with " + p.issuerURL})
 	return c.Redirect(h.cfg.AfterLogin, fiber.StatusFound)
 }
 

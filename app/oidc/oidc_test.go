@@ -430,6 +430,21 @@ func TestCSRFAndLogout(t *testing.T) {
 	require.Equal(t, http.StatusUnauthorized, status)
 }
 
+// signins lists tenant's sign-in records as "actor outcome code".
+func (b bundle) signins(t *testing.T, tenant string) []string {
+	t.Helper()
+	var out []string
+	require.NoError(t, b.st.View(b.ctx, tenant, func(ctx context.Context, r store.Reader) error {
+		recs, err := r.AuditList(ctx, store.AuditListParams{Verb: "signin", Limit: 100})
+		for _, rec := range recs {
+			code, _, _ := strings.Cut(rec.Reason, ":")
+			out = append(out, rec.Actor+" "+rec.Outcome+" "+code)
+		}
+		return err
+	}))
+	return out
+}
+
 func TestCallbackRefusals(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -477,6 +492,7 @@ func TestCallbackRefusals(t *testing.T) {
 		_, msg := errCode(t, resp)
 		require.Contains(t, msg, "allows only e-mail addresses of acme.example")
 		require.Nil(t, cookieOf(resp, SessionCookie))
+		require.Contains(t, b.signins(t, "acme"), "user:eve@evil.example denied Forbidden")
 	})
 	t.Run("no membership", func(t *testing.T) {
 		resp := b.callback(t, b.authorize(t, "", "nobody@acme.example"))
@@ -487,6 +503,13 @@ func TestCallbackRefusals(t *testing.T) {
 	t.Run("not a member of the requested tenant", func(t *testing.T) {
 		resp := b.callback(t, b.authorize(t, "tenant=beta", "bob@acme.example"))
 		require.Equal(t, http.StatusForbidden, resp.StatusCode)
+		require.Contains(t, b.signins(t, "beta"), "user:bob@acme.example denied Forbidden", "audited in the tenant asked for")
+		require.NotContains(t, b.signins(t, "acme"), "user:bob@acme.example denied Forbidden")
+	})
+	t.Run("a tenant that does not exist", func(t *testing.T) {
+		resp := b.callback(t, b.authorize(t, "tenant=nowhere", "bob@acme.example"))
+		require.Equal(t, http.StatusForbidden, resp.StatusCode)
+		require.Empty(t, b.signins(t, "nowhere"), "nothing is written for a tenant that does not exist")
 	})
 	t.Run("unknown issuer", func(t *testing.T) {
 		resp := b.do(t, httptest.NewRequest(http.MethodGet, "/auth/login?issuer=nope", nil))

@@ -69,7 +69,7 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 
 func (s *Service) authenticate(c *fiber.Ctx) error {
 	want := strings.Clone(c.Get(auth.HeaderTenant))
-	p, err := s.cfg.Authn.Authenticate(auth.WithRequestedTenant(c.UserContext(), want), c.Get(fiber.HeaderAuthorization))
+	p, err := s.cfg.Authn.AuthenticateTenant(c.UserContext(), c.Get(fiber.HeaderAuthorization), want, "RAG service")
 	if err != nil {
 		if errors.Is(err, auth.ErrUnauthenticated) {
 			s.log.InfoContext(c.UserContext(), "unauthenticated RAG request", "path", c.Path(), "reason", err.Error())
@@ -78,9 +78,6 @@ func (s *Service) authenticate(c *fiber.Ctx) error {
 				"a valid credential is required: send Authorization: Bearer <workload token for audience warden:rag, or API key>")
 		}
 		return err
-	}
-	if want != "" && p.Tenant != want {
-		return apierr.New(apierr.CodeForbidden, "%s does not act in tenant %q (%s)", p.Subject, want, auth.HeaderTenant)
 	}
 	c.Locals(localPrincipal, p)
 	c.SetUserContext(auth.WithPrincipal(c.UserContext(), p))

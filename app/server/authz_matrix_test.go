@@ -91,6 +91,14 @@ func matrixRows() []matrixRow {
 		{name: "put namespace status", method: http.MethodPut, path: "/v1/namespaces/default/status", contentType: "application/json",
 			body: `{"status":{"matrix":"yes"}}`, allow: ownersOnly},
 		{name: "list tenants", method: http.MethodGet, path: "/v1/tenants", allow: tenantWide},
+		// People: owners read them and grant or take away ownership;
+		// a namespace role is bound by whoever may apply rolebindings there.
+		{name: "list members", method: http.MethodGet, path: "/v1/members", allow: ownersOnly},
+		{name: "get member", method: http.MethodGet, path: "/v1/members/absent@example.com", allow: ownersOnly},
+		{name: "grant ownership", method: http.MethodPost, path: "/v1/members/absent@example.com/role", contentType: "application/json",
+			body: `{"role":"owner"}`, allow: ownersOnly},
+		{name: "bind a member's role", method: http.MethodPost, path: "/v1/members/absent@example.com/role", contentType: "application/json",
+			body: `{"role":"viewer","namespace":"default"}`, allow: nsAdmins},
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"sort"
 	"strings"
 	"time"
 
@@ -52,6 +51,7 @@ func (s *Server) buildConsole() error {
 	if s.cfg.Inviter != nil {
 		svc = svc.WithInviter(s.cfg.Inviter)
 	}
+	s.tenants = svc
 	deps := web.Deps{
 		Principal:  s.consolePrincipal,
 		CSRFToken:  oidc.CSRFToken,
@@ -63,13 +63,16 @@ func (s *Server) buildConsole() error {
 		APIKeys:    consoleAPIKeys{s: s},
 		Audit:      consoleAudit{s: s},
 		Approvals:  consoleScreens{s: s},
-		ToolCalls:  consoleScreens{s: s},
-		Fleet:      consoleFleet{cs: consoleScreens{s: s}},
-		Menu:       consoleScreens{s: s}.menu,
-		Traces:     consoleTraces{s: s},
-		Log:        s.log,
-		Now:        s.now,
-		Authorize:  s.authz.Authorize,
+		// The inbox follows Approval changes from the watch hub.
+		WatchApprovals: s.watchApprovals,
+		StreamBase:     s.base,
+		ToolCalls:      consoleScreens{s: s},
+		Fleet:          consoleFleet{cs: consoleScreens{s: s}},
+		Menu:           consoleScreens{s: s}.menu,
+		Traces:         consoleTraces{s: s},
+		Log:            s.log,
+		Now:            s.now,
+		Authorize:      s.authz.Authorize,
 	}
 	if s.cfg.OIDC != nil {
 		for _, is := range s.cfg.OIDC.Issuers {
@@ -141,6 +144,11 @@ func (s *Server) authenticateSession(c *fiber.Ctx) error {
 		if _, ok := apierr.As(err); ok {
 			s.log.InfoContext(c.UserContext(), "unauthenticated request", "method", c.Method(), "path", c.Path(), "reason", err.Error(), "requestId", c.Locals(localRequestID))
 		}
+		return err
+	}
+	// A session acts in its own tenant: naming another one is refused
+	// and audited as for a bearer credential.
+	if err := s.authn.TenantGuard().Check(c.UserContext(), p, strings.Clone(c.Get(auth.HeaderTenant)), "control plane"); err != nil {
 		return err
 	}
 	c.Locals(localPrincipal, p)
@@ -259,39 +267,13 @@ type consoleMembers struct {
 }
 
 func (a consoleMembers) Members(ctx context.Context, p auth.Principal) ([]members.Member, error) {
-	if err := a.s.checkPrincipal(ctx, p, auth.VerbList, "", authz.ObjMembers); err != nil {
-		return nil, err
-	}
-	ms, err := a.svc.Members(ctx, p)
+	ms, err := a.svc.MembersWithRoles(ctx, p)
 	if err != nil {
 		return nil, err
-	}
-	var b *authz.Bindings
-	err = a.s.store.View(ctx, p.Tenant, func(ctx context.Context, r store.Reader) error {
-		var err error
-		b, err = authz.LoadBindings(ctx, r)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	roles := map[string][]string{}
-	for _, g := range b.Grants {
-		if email, ok := strings.CutPrefix(g.Subject, authz.UserSubject("")); ok {
-			roles[email] = append(roles[email], g.Role+" in "+g.Domain)
-		}
 	}
 	out := make([]members.Member, 0, len(ms))
 	for _, m := range ms {
-		role := "member"
-		switch rs := roles[m.Email]; {
-		case m.Owner:
-			role = auth.RoleOwner
-		case len(rs) > 0:
-			sort.Strings(rs)
-			role = strings.Join(rs, ", ")
-		}
-		out = append(out, members.Member{Member: m, Role: role})
+		out = append(out, members.Member{Member: m.Member, Role: m.Summary()})
 	}
 	return out, nil
 }
@@ -321,21 +303,18 @@ func (a consoleMembers) invite(ctx context.Context, p auth.Principal, inv member
 	return err
 }
 
-// SetRole binds an existing member to a namespace role ("*" or empty:
-// default), replacing their role there, or makes them an owner.
+// SetRole changes a member's role through tenants.Service.SetRole, the
+// code path of POST /v1/members/{email}/role; "*" or empty binds in
+// namespace "default".
 func (a consoleMembers) SetRole(ctx context.Context, p auth.Principal, ch members.RoleChange) error {
 	ns := domainOf(ch.Namespace)
 	if ns == "" {
 		ns = tenants.DefaultNamespace
 	}
-	var err error
+	_, err := a.svc.SetRole(ctx, p, ch.Email, ch.Role, ns)
 	if ch.Role == auth.RoleOwner {
 		ns = ""
-		err = a.svc.GrantOwnership(ctx, p, ch.Email)
-	} else {
-		_, err = a.svc.BindRole(ctx, p, ns, ch.Email, ch.Role)
 	}
-	a.s.authz.Invalidate(p.Tenant)
 	noteConsole(ctx, "patch", ns, "members/"+ch.Email, err)
 	return err
 }
@@ -344,7 +323,6 @@ func (a consoleMembers) Remove(ctx context.Context, p auth.Principal, email stri
 	err := a.s.checkPrincipal(ctx, p, auth.VerbDelete, "", authz.ObjMembers)
 	if err == nil {
 		err = a.svc.RemoveMember(ctx, p, email)
-		a.s.authz.Invalidate(p.Tenant)
 	}
 	noteConsole(ctx, "delete", "", "members/"+email, err)
 	return err

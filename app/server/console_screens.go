@@ -451,3 +451,19 @@ func (cs consoleScreens) menu(ctx context.Context, p auth.Principal) map[string]
 	out["audit"], _ = cs.may(ctx, p, auth.VerbList, "", authz.ObjAudit)
 	return out
 }
+
+// watchApprovals calls changed on every change of an Approval of tenant,
+// from the watch hub, until ctx ends: the console's inbox stream follows
+// it.
+func (s *Server) watchApprovals(ctx context.Context, tenant string, changed func()) error {
+	sel, err := resource.ParseSelector("kind=" + resource.KindApproval)
+	if err != nil {
+		return err
+	}
+	return s.hub.Watch(ctx, tenant, sel, "", func(ev api.WatchEvent) error {
+		if ev.Type != api.EventBookmark {
+			changed()
+		}
+		return nil
+	})
+}

@@ -9,8 +9,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/warden-dev/warden/app/audit"
 	"github.com/warden-dev/warden/app/oidc"
 	"github.com/warden-dev/warden/app/server"
+	"github.com/warden-dev/warden/app/store"
 )
 
 // TestLocalSignInLink: in local mode the link `warden up` prints signs the
@@ -48,6 +50,15 @@ func TestLocalSignInLink(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.status, string(r.body))
 	require.Contains(t, string(r.body), server.LocalOwnerEmail)
 	require.Contains(t, string(r.body), "Invite", "the local owner may manage members")
+	var signins []audit.Record
+	require.NoError(t, b.store.View(context.Background(), server.LocalTenant, func(ctx context.Context, rd store.Reader) error {
+		var err error
+		signins, err = rd.AuditList(ctx, store.AuditListParams{Verb: "signin", Limit: 10})
+		return err
+	}))
+	require.Len(t, signins, 1, "the local sign-in is audited")
+	require.Equal(t, "user:"+server.LocalOwnerEmail, signins[0].Actor)
+	require.Equal(t, audit.OutcomeAllowed, signins[0].Outcome)
 
 	// Twice: refused.
 	r = b.page(t, http.MethodGet, path, "", nil, nil)

@@ -55,7 +55,7 @@ func (s *Server) authenticate(c *fiber.Ctx) error {
 		return s.authenticateSession(c)
 	}
 	want := strings.Clone(c.Get(auth.HeaderTenant))
-	p, err := s.authn.Authenticate(auth.WithRequestedTenant(c.UserContext(), want), c.Get(fiber.HeaderAuthorization))
+	p, err := s.authn.AuthenticateTenant(c.UserContext(), c.Get(fiber.HeaderAuthorization), want, "control plane")
 	if err != nil {
 		if errors.Is(err, auth.ErrUnauthenticated) {
 			s.log.InfoContext(c.UserContext(), "unauthenticated request", "method", c.Method(), "path", c.Path(), "reason", err.Error(), "requestId", c.Locals(localRequestID))
@@ -63,9 +63,6 @@ func (s *Server) authenticate(c *fiber.Ctx) error {
 			return apierr.New(apierr.CodeUnauthenticated, "a valid credential is required: send Authorization: Bearer <api key or token>")
 		}
 		return err
-	}
-	if want != "" && p.Tenant != want {
-		return apierr.New(apierr.CodeForbidden, "%s does not act in tenant %q (%s)", p.Subject, want, auth.HeaderTenant)
 	}
 	c.Locals(localPrincipal, p)
 	s.noteAPIKeyUse(p, c.Get(fiber.HeaderAuthorization))

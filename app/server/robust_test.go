@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/warden-dev/warden/app/apierr"
+	"github.com/warden-dev/warden/app/audit"
 	"github.com/warden-dev/warden/app/auth"
 	"github.com/warden-dev/warden/app/listener"
 	"github.com/warden-dev/warden/app/resource"
@@ -261,6 +262,45 @@ func TestRequestedTenantMustBeTheCredentials(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestForeignTenantRefusalsAreAudited floods both listeners with one
+// credential naming a tenant it does not belong to: every request is
+// refused, the refusals are audited in the credential's own tenant and
+// coalesced (one record per caller, tenant and minute: at most two when
+// the flood straddles a minute), and nothing is written in the tenant
+// named.
+func TestForeignTenantRefusalsAreAudited(t *testing.T) {
+	t.Parallel()
+	h := setupHardened(t)
+	for range 10 {
+		for _, url := range []string{h.control + "/v1/namespaces", h.gateway + "/v1/tool-calls/nope?namespace=default"} {
+			req, err := http.NewRequest(http.MethodGet, url, nil)
+			require.NoError(t, err)
+			req.Header.Set("Authorization", "Bearer "+h.key)
+			req.Header.Set(auth.HeaderTenant, "globex")
+			res, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			_ = res.Body.Close()
+			require.Equal(t, http.StatusForbidden, res.StatusCode, url)
+		}
+	}
+	refusals := func(tenant string) []audit.Record {
+		var out []audit.Record
+		require.NoError(t, h.bundle.store.View(context.Background(), tenant, func(ctx context.Context, r store.Reader) error {
+			var err error
+			out, err = r.AuditList(ctx, store.AuditListParams{Verb: auth.VerbActIn, Limit: 100})
+			return err
+		}))
+		return out
+	}
+	recs := refusals(server.LocalTenant)
+	require.NotEmpty(t, recs, "the refusal is audited in the caller's tenant")
+	require.LessOrEqual(t, len(recs), 2, "twenty refusals are coalesced: %+v", recs)
+	require.Equal(t, "tenants/globex", recs[0].Resource)
+	require.Equal(t, audit.OutcomeDenied, recs[0].Outcome)
+	require.Equal(t, "apikey:admin", recs[0].Actor)
+	require.Empty(t, refusals("globex"))
 }
 
 // TestSecretMergePatch patches a Secret's values: a new value is sealed,

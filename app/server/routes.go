@@ -48,6 +48,7 @@ func (s *Server) routes() *fiber.App {
 	v1.Get("/audit", s.handleAuditList)
 	v1.Get("/audit/verify", s.handleAuditVerify)
 	s.apikeyRoutes(v1)
+	s.memberRoutes(v1)
 	s.approvalRoutes(v1)
 	s.agbomRoutes(v1)
 	s.executionRoutes(v1)

@@ -278,6 +278,9 @@ type Server struct {
 	// oidc is people sign-in; nil without Config.OIDC.
 	oidc    *oidc.Handler
 	console *web.Console
+	// tenants is people, namespaces and roles: the console's screens and
+	// /v1/members share it.
+	tenants *tenants.Service
 	// gateway is the tool gateway; nil with GatewayAddr "off".
 	gateway *gateway.Gateway
 	// router is the model router; nil without RouterAddr.
@@ -332,7 +335,7 @@ func New(cfg Config) (*Server, error) {
 	if people != nil {
 		verifiers = append(verifiers, people.Verifier())
 	}
-	authn := auth.NewAuthenticator(cfg.Store, cfg.Now, verifiers...)
+	authn := auth.NewAuthenticator(cfg.Store, cfg.Now, verifiers...).WithTenantGuard(auth.NewTenantGuard(cfg.Store, cfg.Now, cfg.Logger))
 	exchange, err := workload.NewTokenExchange(workload.ExchangeDeps{
 		Issuer: issuer, APIKeys: authn, Store: cfg.Store, Kubernetes: cfg.Kubernetes, Now: cfg.Now, Logger: cfg.Logger,
 	})
@@ -369,7 +372,7 @@ func New(cfg Config) (*Server, error) {
 			gwVerifiers = append(gwVerifiers, people.Verifier())
 		}
 		gwCfg := gateway.Config{
-			Store: cfg.Store, Policies: policies, Authn: auth.NewAuthenticator(cfg.Store, cfg.Now, gwVerifiers...), Authz: az,
+			Store: cfg.Store, Policies: policies, Authn: auth.NewAuthenticator(cfg.Store, cfg.Now, gwVerifiers...).WithTenantGuard(authn.TenantGuard()), Authz: az,
 			Secrets: secret.NewBroker(cfg.Keyring), OS: cfg.Sandbox, Guardians: cfg.Guardians, Queue: cfg.Queue, Announcer: cfg.Announcer, Bus: bus,
 			Tracer: cfg.Tracer, URL: cfg.Compile.ToolGatewayURL, Logger: cfg.Logger, Now: cfg.Now,
 			Timeouts: cfg.Timeouts,

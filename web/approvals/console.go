@@ -75,6 +75,10 @@ type Handler struct {
 	Env     *layout.Env
 	Service Service
 	Now     func() time.Time
+	// StreamURL is the inbox's event stream ("" keeps the page static);
+	// ScriptURL the script that follows it (static inbox.js).
+	StreamURL string
+	ScriptURL string
 }
 
 // InboxModel is the inbox screen.
@@ -82,6 +86,9 @@ type InboxModel struct {
 	Page  layout.Page
 	Rows  []InboxRow
 	Error string
+	// StreamURL and ScriptURL: see Handler.
+	StreamURL string
+	ScriptURL string
 }
 
 // InboxRow is one pending approval.
@@ -110,10 +117,10 @@ type ApprovalModel struct {
 	Error       string
 }
 
-// Inbox renders the inbox; htmx polls refresh only its results.
+// Inbox renders the inbox; an htmx request gets only its results.
 func (h *Handler) Inbox(c *fiber.Ctx) error {
 	p, _ := h.Env.Principal(c)
-	m := InboxModel{Page: h.Env.Page(c, "Approvals", "approvals")}
+	m := InboxModel{Page: h.Env.Page(c, "Approvals", "approvals"), StreamURL: h.StreamURL, ScriptURL: h.ScriptURL}
 	recs, err := h.Service.Inbox(c.UserContext(), p)
 	if err != nil {
 		m.Error = h.Env.ErrorMessage(c, "list approvals", err)

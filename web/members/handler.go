@@ -95,8 +95,8 @@ func (h *Handler) Invite(c *fiber.Ctx) error {
 }
 
 // SetRole handles POST /members/:email/role. Owner is accepted only when
-// the authorizer lets the caller patch members (owners); the service asks
-// again.
+// the authorizer lets the caller grant ownership (owners); the service
+// asks again.
 func (h *Handler) SetRole(c *fiber.Ctx) error {
 	p, _ := h.Env.Principal(c)
 	email, err := layout.Param(c, "email")
@@ -108,7 +108,7 @@ func (h *Handler) SetRole(c *fiber.Ctx) error {
 		ch.Namespace = auth.AllNamespaces
 	}
 	m := Model{FormRole: auth.RoleViewer, FormNamespace: auth.AllNamespaces}
-	if !validRole(ch.Role) || (ch.Role == auth.RoleOwner && !h.Env.Allowed(c, auth.VerbPatch, "", authz.ObjMembers)) {
+	if !validRole(ch.Role) || (ch.Role == auth.RoleOwner && !h.Env.Allowed(c, authz.VerbCreate, "", authz.ObjMembersOwner)) {
 		m.Error = "Choose one of the offered roles."
 		return h.render(c, fiber.StatusUnprocessableEntity, h.model(c, m))
 	}
@@ -159,7 +159,7 @@ func (h *Handler) model(c *fiber.Ctx, m Model) Model {
 	m.Page = h.Env.Page(c, "Members", "members")
 	m.Roles = Roles
 	m.CanManage = h.Env.Allowed(c, authz.VerbCreate, "", authz.ObjMembers)
-	canOwn := h.Env.Allowed(c, auth.VerbPatch, "", authz.ObjMembers)
+	canOwn := h.Env.Allowed(c, authz.VerbCreate, "", authz.ObjMembersOwner)
 	for _, r := range Roles {
 		if r != auth.RoleOwner || canOwn {
 			m.ChangeRoles = append(m.ChangeRoles, r)

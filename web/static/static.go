@@ -16,7 +16,7 @@ import (
 // Prefix is where the assets are mounted.
 const Prefix = "/static/"
 
-//go:embed style.css htmx.min.js
+//go:embed style.css htmx.min.js inbox.js
 var files embed.FS
 
 type asset struct {
