@@ -12,13 +12,18 @@ import (
 // auditSignin writes a sign-in record (verb signin, resource sessions) in
 // rec.Tenant; a failure to write is logged, never shown to the person.
 func (h *Handler) auditSignin(ctx context.Context, rec audit.Record) {
-	rec.Time, rec.Verb, rec.Resource = h.now().UTC(), "signin", "sessions"
+	h.auditSession(ctx, "signin", rec)
+}
+
+// auditSession writes a record of verb on resource sessions in rec.Tenant.
+func (h *Handler) auditSession(ctx context.Context, verb string, rec audit.Record) {
+	rec.Time, rec.Verb, rec.Resource = h.now().UTC(), verb, "sessions"
 	err := h.st.Update(context.WithoutCancel(ctx), rec.Tenant, func(ctx context.Context, tx store.Tx) error {
 		_, err := tx.AuditInsert(ctx, rec)
 		return err
 	})
 	if err != nil {
-		h.log.ErrorContext(ctx, "audit a sign-in", "err", err, "tenant", rec.Tenant)
+		h.log.ErrorContext(ctx, "audit a session", "verb", verb, "err", err, "tenant", rec.Tenant)
 	}
 }
 

@@ -19,13 +19,17 @@ import (
 )
 
 // TenantChoice is the answer of a callback for a person who belongs to
-// several tenants and did not name one: the console shows the list, and
-// each option's LoginURL signs in to that tenant (the provider's own session
-// makes the second round trip silent).
+// several tenants and did not name one: the console shows the list with a
+// form per tenant posting tenant= and Token (in TokenField) to ChoosePath,
+// which completes the sign-in. Each option's LoginURL signs in to that
+// tenant from the start instead.
 type TenantChoice struct {
-	Email   string         `json:"email"`
-	Message string         `json:"message"`
-	Tenants []TenantOption `json:"tenants"`
+	Email      string         `json:"email"`
+	Message    string         `json:"message"`
+	Tenants    []TenantOption `json:"tenants"`
+	ChoosePath string         `json:"choosePath"`
+	TokenField string         `json:"tokenField"`
+	Token      string         `json:"token"`
 }
 
 // TenantOption is one tenant a person may sign in to.
@@ -211,7 +215,7 @@ func (h *Handler) Callback(c *fiber.Ctx) (err error) {
 		tenant = picked
 	}
 	if choice != nil {
-		return h.RenderChoice(c, *choice)
+		return h.offerChoice(c, p, *choice)
 	}
 	if err := h.admit(ctx, p, tenant, email, claims.Claims); err != nil {
 		return err

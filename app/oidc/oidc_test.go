@@ -181,6 +181,8 @@ func setupOn(t *testing.T, storeURL string, mutate ...func(*Config)) bundle {
 	app.Get("/auth/login", h.Login)
 	app.Get("/auth/callback", h.Callback)
 	app.Post("/auth/logout", h.Logout)
+	app.Post(ChoosePath, h.Choose)
+	app.Post("/auth/switch", h.Switch)
 	app.Post("/signup", func(c *fiber.Ctx) error {
 		return h.StartSignup(c, "", SignupIntent{Tenant: c.FormValue("tenant"), DisplayName: c.FormValue("organization"), OwnerName: c.FormValue("name")})
 	})
@@ -522,17 +524,129 @@ func TestTenantChoice(t *testing.T) {
 	b := setup(t)
 	resp := b.callback(t, b.authorize(t, "", "carol@acme.example"))
 	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Nil(t, cookieOf(resp, SessionCookie), "no session before a tenant is chosen")
+	choiceC := cookieOf(resp, ChoiceCookie)
+	require.NotNil(t, choiceC)
+	require.True(t, choiceC.HttpOnly)
+	require.Equal(t, "/auth", choiceC.Path)
 	var choice TenantChoice
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&choice))
 	require.Len(t, choice.Tenants, 2)
 	require.Equal(t, "acme", choice.Tenants[0].ID)
 	require.Equal(t, "Acme", choice.Tenants[0].DisplayName)
 	require.Equal(t, "/auth/login?issuer=test&tenant=beta", choice.Tenants[1].LoginURL)
+	require.Equal(t, ChoosePath, choice.ChoosePath)
+	require.Equal(t, ChoiceField, choice.TokenField)
+	require.NotEmpty(t, choice.Token)
 
-	session := b.signIn(t, "tenant=beta", "carol@acme.example")
+	choose := func(form url.Values, cookie *http.Cookie) *http.Response {
+		req := httptest.NewRequest(http.MethodPost, ChoosePath, strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if cookie != nil {
+			req.AddCookie(cookie)
+		}
+		return b.do(t, req)
+	}
+	for _, tc := range []struct {
+		name   string
+		form   url.Values
+		cookie *http.Cookie
+		status int
+	}{
+		{name: "no choice cookie", form: url.Values{"tenant": {"beta"}, ChoiceField: {choice.Token}}, status: http.StatusBadRequest},
+		{name: "wrong token", form: url.Values{"tenant": {"beta"}, ChoiceField: {"forged"}}, cookie: choiceC, status: http.StatusForbidden},
+		{name: "no token", form: url.Values{"tenant": {"beta"}}, cookie: choiceC, status: http.StatusForbidden},
+		{name: "forged cookie", form: url.Values{"tenant": {"beta"}, ChoiceField: {choice.Token}},
+			cookie: &http.Cookie{Name: ChoiceCookie, Value: strings.Replace(choiceC.Value, ".", "x.", 1)}, status: http.StatusBadRequest},
+		{name: "a tenant of someone else", form: url.Values{"tenant": {"nowhere"}, ChoiceField: {choice.Token}}, cookie: choiceC, status: http.StatusForbidden},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := choose(tc.form, tc.cookie)
+			require.Equal(t, tc.status, resp.StatusCode)
+			require.Nil(t, cookieOf(resp, SessionCookie))
+		})
+	}
+
+	resp = choose(url.Values{"tenant": {"beta"}, ChoiceField: {choice.Token}}, choiceC)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, body(t, resp))
+	session := cookieOf(resp, SessionCookie)
+	require.NotNil(t, session)
+	require.Equal(t, "", cookieOf(resp, ChoiceCookie).Value, "the choice is used once")
 	_, p, _ := b.whoami(t, session)
 	require.Equal(t, "beta", p.Tenant)
 	require.Equal(t, auth.RoleOwner, p.Role)
+	require.Contains(t, b.signins(t, "beta"), "user:carol@acme.example allowed signed in with http", "audited in the chosen tenant")
+
+	session = b.signIn(t, "tenant=beta", "carol@acme.example")
+	_, p, _ = b.whoami(t, session)
+	require.Equal(t, "beta", p.Tenant)
+}
+
+// switches lists the switch records of tenant.
+func (b bundle) switches(t *testing.T, tenant string) []string {
+	t.Helper()
+	var out []string
+	require.NoError(t, b.st.View(b.ctx, tenant, func(ctx context.Context, r store.Reader) error {
+		recs, err := r.AuditList(ctx, store.AuditListParams{Verb: "switch", Limit: 100})
+		for _, rec := range recs {
+			out = append(out, rec.Actor+" "+rec.Outcome+" "+rec.Reason)
+		}
+		return err
+	}))
+	return out
+}
+
+func TestSwitchTenant(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	post := func(session *http.Cookie, form url.Values) *http.Response {
+		req := httptest.NewRequest(http.MethodPost, "/auth/switch", strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if session != nil {
+			req.AddCookie(session)
+		}
+		return b.do(t, req)
+	}
+	carol := b.signIn(t, "tenant=acme", "carol@acme.example")
+	_, _, csrf := b.whoami(t, carol)
+	bob := b.signIn(t, "", "bob@acme.example")
+	_, _, bobCSRF := b.whoami(t, bob)
+
+	for _, tc := range []struct {
+		name    string
+		session *http.Cookie
+		form    url.Values
+		status  int
+	}{
+		{name: "no session", form: url.Values{"tenant": {"beta"}}, status: http.StatusUnauthorized},
+		{name: "no CSRF token", session: carol, form: url.Values{"tenant": {"beta"}}, status: http.StatusForbidden},
+		{name: "bad tenant name", session: carol, form: url.Values{"tenant": {"Not A Name"}, CSRFField: {csrf}}, status: http.StatusBadRequest},
+		{name: "a tenant the person is not a member of", session: bob, form: url.Values{"tenant": {"beta"}, CSRFField: {bobCSRF}}, status: http.StatusForbidden},
+		{name: "a tenant that does not exist", session: bob, form: url.Values{"tenant": {"nowhere"}, CSRFField: {bobCSRF}}, status: http.StatusForbidden},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := post(tc.session, tc.form)
+			require.Equal(t, tc.status, resp.StatusCode, body(t, resp))
+			require.Nil(t, cookieOf(resp, SessionCookie))
+		})
+	}
+	_, p, _ := b.whoami(t, bob)
+	require.Equal(t, "acme", p.Tenant, "a refused switch changes nothing")
+	require.Empty(t, b.switches(t, "beta"), "a refused switch writes nothing in the tenant it asked for")
+	require.Empty(t, b.switches(t, "acme"))
+
+	resp := post(carol, url.Values{"tenant": {"beta"}, CSRFField: {csrf}})
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, body(t, resp))
+	require.Equal(t, "/", resp.Header.Get("Location"))
+	next := cookieOf(resp, SessionCookie)
+	require.NotNil(t, next)
+	require.NotEqual(t, carol.Value, next.Value, "a switch starts a new session")
+	status, _, _ := b.whoami(t, carol)
+	require.Equal(t, http.StatusUnauthorized, status, "the old session ends")
+	_, p, _ = b.whoami(t, next)
+	require.Equal(t, "beta", p.Tenant)
+	require.Equal(t, []string{"user:carol@acme.example allowed switched from tenant acme"}, b.switches(t, "beta"))
+	require.Empty(t, b.switches(t, "acme"))
 }
 
 func TestLoginRateLimit(t *testing.T) {
