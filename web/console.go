@@ -19,6 +19,7 @@ import (
 	"github.com/warden-dev/warden/web/signin"
 	"github.com/warden-dev/warden/web/signup"
 	"github.com/warden-dev/warden/web/static"
+	"github.com/warden-dev/warden/web/tenants"
 	"github.com/warden-dev/warden/web/toolcalls"
 	"github.com/warden-dev/warden/web/traces"
 )
@@ -62,7 +63,8 @@ type Deps struct {
 	Audit      audit.Service
 	// Traces serves the trace screens; nil leaves them out.
 	Traces traces.Service
-	// Tenants (optional) lists a person's tenants for the switcher.
+	// Tenants (optional) lists a person's tenants for the header's
+	// switcher and the /tenants page.
 	Tenants layout.TenantLister
 	// Approvals, ToolCalls and Fleet (optional) are the approver's
 	// inbox and approval page, the tool-call explorer and the fleet
@@ -159,6 +161,7 @@ type Console struct {
 	fleet      *fleet.Handler
 	env        *layout.Env
 	traces     *traces.Handler
+	tenants    *tenants.Handler
 }
 
 // New builds the console.
@@ -192,6 +195,7 @@ func New(deps Deps) (*Console, error) {
 		approvals:  &approvals.Handler{Env: env, Service: deps.Approvals, Now: deps.Now},
 		toolcalls:  &toolcalls.Handler{Env: env, Service: deps.ToolCalls},
 		fleet:      &fleet.Handler{Env: env, Service: deps.Fleet},
+		tenants:    &tenants.Handler{Env: env},
 		env:        env,
 	}
 	if deps.Traces != nil {
@@ -235,12 +239,20 @@ func (cs *Console) Register(r fiber.Router) {
 	r.Post("/apikeys", sh, in, cs.apikeys.Create)
 	r.Post("/apikeys/:id/revoke", sh, in, cs.apikeys.Revoke)
 	r.Get("/audit", sh, in, cs.audit.Get)
+	r.Get("/tenants", sh, in, cs.pageErrors, cs.tenants.List)
 	if cs.traces != nil {
 		r.Get("/traces", sh, in, cs.traces.Overview)
 		r.Get("/traces/open", sh, in, cs.traces.Open)
 		r.Get("/traces/:id", sh, in, cs.traces.Trace)
 	}
 	cs.registerScreens(r)
+}
+
+// RenderTenantChoice renders the choose-a-tenant page of a sign-in that
+// found several tenants (app/oidc's RenderChoice); its forms carry the
+// choice's token and, when the browser has a session, its CSRF token.
+func (cs *Console) RenderTenantChoice(c *fiber.Ctx, ch tenants.Choice) error {
+	return cs.tenants.Choose(c, ch)
 }
 
 // signupDisabled answers 404 where self-service sign-up is off (local mode,

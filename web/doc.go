@@ -1,8 +1,8 @@
 // Package web is Warden's web console: server-rendered templ pages with
 // htmx for partial updates, served by the control plane next to the /v1 API.
 //
-// One folder per screen (signup, signin, members, namespaces, apikeys,
-// audit) holds its handler, flat view model and templ view; layout is the
+// One folder per screen (signup, signin, tenants, members, namespaces,
+// apikeys, audit, …) holds its handler, flat view model and templ view; layout is the
 // frame around them and static the embedded stylesheet and vendored htmx.
 // Each screen declares the small Service interface it needs; views never
 // touch the store. Console wires them: New(Deps) and Register(router).
