@@ -26,6 +26,7 @@ import (
 	"github.com/warden-dev/warden/web/namespaces"
 	"github.com/warden-dev/warden/web/signin"
 	"github.com/warden-dev/warden/web/signup"
+	webtenants "github.com/warden-dev/warden/web/tenants"
 )
 
 // newPeopleSignIn builds the OIDC handler when cfg.OIDC is set; nil means
@@ -70,6 +71,7 @@ func (s *Server) buildConsole() error {
 		Fleet:          consoleFleet{cs: consoleScreens{s: s}},
 		Menu:           consoleScreens{s: s}.menu,
 		Traces:         consoleTraces{s: s},
+		Tenants:        consoleTenants{s: s},
 		Log:            s.log,
 		Now:            s.now,
 		Authorize:      s.authz.Authorize,
@@ -98,7 +100,24 @@ func (s *Server) buildConsole() error {
 		return fmt.Errorf("console: %w", err)
 	}
 	s.console = cs
+	if s.oidc != nil {
+		s.oidc.RenderChoice = s.renderTenantChoice
+	}
 	return nil
+}
+
+// renderTenantChoice answers a sign-in that found several tenants with the
+// console's choose-a-tenant page.
+func (s *Server) renderTenantChoice(c *fiber.Ctx, ch oidc.TenantChoice) error {
+	m := webtenants.Choice{Email: ch.Email, Action: ch.ChoosePath, TokenField: ch.TokenField, Token: ch.Token}
+	for _, t := range ch.Tenants {
+		name := t.DisplayName
+		if name == "" {
+			name = t.ID
+		}
+		m.Tenants = append(m.Tenants, webtenants.Option{ID: t.ID, Name: name})
+	}
+	return s.console.RenderTenantChoice(c, m)
 }
 
 // consoleRoutes mounts people sign-in (/auth/…) and the console. Every
@@ -109,11 +128,14 @@ func (s *Server) consoleRoutes(app *fiber.App) {
 	if s.oidc != nil && s.cfg.OIDC == nil {
 		app.Get(oidc.LocalLinkPath, web.SecurityHeaders, s.console.PageErrors, s.oidc.LocalLink)
 		app.Post("/auth/logout", web.SecurityHeaders, s.oidc.Logout)
+		app.Post("/auth/switch", web.SecurityHeaders, s.console.PageErrors, s.oidc.Switch)
 	}
 	if s.oidc != nil && s.cfg.OIDC != nil {
 		app.Get("/auth/login", web.SecurityHeaders, s.console.PageErrors, s.oidc.Login)
 		app.Get("/auth/callback", web.SecurityHeaders, s.console.PageErrors, s.oidc.Callback)
+		app.Post(oidc.ChoosePath, web.SecurityHeaders, s.console.PageErrors, s.oidc.Choose)
 		app.Post("/auth/logout", web.SecurityHeaders, s.oidc.Logout)
+		app.Post("/auth/switch", web.SecurityHeaders, s.console.PageErrors, s.oidc.Switch)
 	}
 	s.console.Register(app)
 }
@@ -241,8 +263,13 @@ func (s *Server) auditConsole(c *fiber.Ctx, p auth.Principal, signedIn bool, act
 		Resource: act.resource, Outcome: outcome, Policy: policy}
 	if !act.noted {
 		rec.Verb, rec.Resource = "post", "console"+c.Path()
-		if c.Path() == "/auth/logout" {
+		switch c.Path() {
+		case "/auth/logout":
 			rec.Verb, rec.Resource = "signout", "sessions"
+		case "/auth/switch":
+			// Leaving this tenant (or refused to); the chosen tenant
+			// records the arrival itself (app/oidc).
+			rec.Verb, rec.Resource = "switch", "sessions"
 		}
 	}
 	if e, ok := apierr.As(err); ok {
@@ -258,6 +285,32 @@ func (s *Server) auditConsole(c *fiber.Ctx, p auth.Principal, signedIn bool, act
 	if werr != nil {
 		s.log.ErrorContext(ctx, "write console audit record", "err", werr, "requestId", c.Locals(localRequestID))
 	}
+}
+
+// consoleTenants lists a person's tenants for the header's switcher and
+// the /tenants page; other principals (keys, workloads) have none.
+type consoleTenants struct{ s *Server }
+
+func (a consoleTenants) Tenants(ctx context.Context, p auth.Principal) ([]store.TenantRecord, error) {
+	if p.Kind != auth.KindUser || p.Email == "" {
+		return nil, nil
+	}
+	ms, err := a.s.store.MembershipsByEmail(ctx, p.Email)
+	if err != nil {
+		return nil, fmt.Errorf("list memberships: %w", err)
+	}
+	out := make([]store.TenantRecord, 0, len(ms))
+	for _, m := range ms {
+		rec, err := a.s.store.TenantGet(ctx, m.Tenant)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("read tenant %q: %w", m.Tenant, err)
+		}
+		out = append(out, *rec)
+	}
+	return out, nil
 }
 
 // consoleMembers serves the members screen over tenants.Service.
