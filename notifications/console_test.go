@@ -35,7 +35,7 @@ func TestConsoleApprover(t *testing.T) {
 	inbox := string(r.raw)
 	require.Contains(t, inbox, "1 pending approval")
 	require.Contains(t, inbox, `href="/approvals/default/`+ap+`"`)
-	require.Contains(t, inbox, `hx-trigger="every 5s"`)
+	require.Contains(t, inbox, `data-stream="/approvals/stream"`, "the inbox follows the live stream")
 	require.Contains(t, inbox, "min left")
 
 	r = e.pageAs(dave, http.MethodGet, "/approvals", nil)
