@@ -6,8 +6,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
+
+	"github.com/warden-dev/warden/app/store"
 )
 
 // ResumeArgs resumes an approved tool call: the gateway runs it once.
@@ -97,17 +98,22 @@ func (a *Approvals) Resume(ctx context.Context, tenant, namespace, call string) 
 
 // ResumeTx schedules the resumption of an approved call in tx, the store
 // transaction that records the decision, so that the decision and its job
-// commit together: no crash can leave an approved call without a job. tx
-// must offer PgxTx() pgx.Tx (the Postgres store's transactions do) and the
-// Queue must be on Postgres; otherwise ResumeTx reports false, doing
+// commit together on either store (the Queue runs on the store's
+// database): no crash can leave an approved call without a job. A tx that
+// is no SQL transaction of the store (store.DriverTx) reports false, doing
 // nothing, and the caller schedules with Resume after its commit.
 func (a *Approvals) ResumeTx(ctx context.Context, tx any, tenant, namespace, call string) (bool, error) {
 	q := a.queue.Load()
-	p, ok := tx.(interface{ PgxTx() pgx.Tx })
-	if q == nil || !ok {
+	stx, ok := tx.(store.Tx)
+	if _, sql := tx.(store.DriverTx); q == nil || !ok || !sql {
 		return false, nil
 	}
-	return q.InsertTx(ctx, p.PgxTx(), ResumeArgs{Tenant: tenant, Namespace: namespace, Call: call}, resumeOpts())
+	// A job already there for this call (unique by args) resumes it just
+	// as well.
+	if _, err := q.InsertStoreTx(ctx, stx, ResumeArgs{Tenant: tenant, Namespace: namespace, Call: call}, resumeOpts()); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // resumeOpts are the insert options of a resume job.
