@@ -2,10 +2,7 @@ package oidc
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/subtle"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"strings"
 	"time"
@@ -41,35 +38,16 @@ func (h *Handler) signChoice(payload string) string {
 }
 
 func (h *Handler) setChoice(c *fiber.Ctx, ch choosing) error {
-	b, err := json.Marshal(ch)
-	if err != nil {
-		return err
-	}
-	payload := base64.RawURLEncoding.EncodeToString(b)
-	c.Cookie(&fiber.Cookie{Name: ChoiceCookie, Value: payload + "." + h.signChoice(payload), Path: "/auth",
-		Expires: time.Unix(ch.Expires, 0), HTTPOnly: true, Secure: h.secure(c), SameSite: fiber.CookieSameSiteLaxMode})
-	return nil
+	return h.setSigned(c, ChoiceCookie, h.signChoice, ch, ch.Expires)
 }
 
-func (h *Handler) clearChoice(c *fiber.Ctx) {
-	c.Cookie(&fiber.Cookie{Name: ChoiceCookie, Value: "", Path: "/auth", Expires: time.Unix(0, 0), MaxAge: -1,
-		HTTPOnly: true, Secure: h.secure(c), SameSite: fiber.CookieSameSiteLaxMode})
-}
+func (h *Handler) clearChoice(c *fiber.Ctx) { h.clearSigned(c, ChoiceCookie) }
 
 var errNoChoice = errors.New("no tenant choice in progress")
 
 func (h *Handler) readChoice(c *fiber.Ctx) (choosing, error) {
-	v := c.Cookies(ChoiceCookie)
-	payload, sig, ok := strings.Cut(v, ".")
-	if v == "" || !ok || !hmac.Equal([]byte(sig), []byte(h.signChoice(payload))) {
-		return choosing{}, errNoChoice
-	}
-	b, err := base64.RawURLEncoding.DecodeString(payload)
-	if err != nil {
-		return choosing{}, errNoChoice
-	}
 	var ch choosing
-	if err := json.Unmarshal(b, &ch); err != nil || ch.Email == "" || ch.Token == "" {
+	if !readSigned(c, ChoiceCookie, h.signChoice, &ch) || ch.Email == "" || ch.Token == "" {
 		return choosing{}, errNoChoice
 	}
 	if !h.now().Before(time.Unix(ch.Expires, 0)) {

@@ -35,37 +35,48 @@ func (h *Handler) sign(payload string) string {
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
-func (h *Handler) setFlow(c *fiber.Ctx, f flow) error {
-	b, err := json.Marshal(f)
+// setSigned stores v as JSON in the /auth cookie name, signed with sign,
+// until expires.
+func (h *Handler) setSigned(c *fiber.Ctx, name string, sign func(string) string, v any, expires int64) error {
+	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
 	payload := base64.RawURLEncoding.EncodeToString(b)
-	c.Cookie(&fiber.Cookie{Name: FlowCookie, Value: payload + "." + h.sign(payload), Path: "/auth",
-		Expires: time.Unix(f.Expires, 0), HTTPOnly: true, Secure: h.secure(c), SameSite: fiber.CookieSameSiteLaxMode})
+	c.Cookie(&fiber.Cookie{Name: name, Value: payload + "." + sign(payload), Path: "/auth",
+		Expires: time.Unix(expires, 0), HTTPOnly: true, Secure: h.secure(c), SameSite: fiber.CookieSameSiteLaxMode})
 	return nil
 }
 
-func (h *Handler) clearFlow(c *fiber.Ctx) {
-	c.Cookie(&fiber.Cookie{Name: FlowCookie, Value: "", Path: "/auth", Expires: time.Unix(0, 0), MaxAge: -1,
+// clearSigned removes the /auth cookie name.
+func (h *Handler) clearSigned(c *fiber.Ctx, name string) {
+	c.Cookie(&fiber.Cookie{Name: name, Value: "", Path: "/auth", Expires: time.Unix(0, 0), MaxAge: -1,
 		HTTPOnly: true, Secure: h.secure(c), SameSite: fiber.CookieSameSiteLaxMode})
 }
+
+// readSigned verifies the /auth cookie name against sign and decodes its
+// JSON into v; false for a missing, forged or malformed cookie.
+func readSigned(c *fiber.Ctx, name string, sign func(string) string, v any) bool {
+	payload, sig, ok := strings.Cut(c.Cookies(name), ".")
+	if payload == "" || !ok || !hmac.Equal([]byte(sig), []byte(sign(payload))) {
+		return false
+	}
+	b, err := base64.RawURLEncoding.DecodeString(payload)
+	return err == nil && json.Unmarshal(b, v) == nil
+}
+
+func (h *Handler) setFlow(c *fiber.Ctx, f flow) error {
+	return h.setSigned(c, FlowCookie, h.sign, f, f.Expires)
+}
+
+func (h *Handler) clearFlow(c *fiber.Ctx) { h.clearSigned(c, FlowCookie) }
 
 var errNoFlow = errors.New("no sign-in in progress")
 
 // readFlow verifies and decodes the flow cookie.
 func (h *Handler) readFlow(c *fiber.Ctx) (flow, error) {
-	v := c.Cookies(FlowCookie)
-	payload, sig, ok := strings.Cut(v, ".")
-	if v == "" || !ok || !hmac.Equal([]byte(sig), []byte(h.sign(payload))) {
-		return flow{}, errNoFlow
-	}
-	b, err := base64.RawURLEncoding.DecodeString(payload)
-	if err != nil {
-		return flow{}, errNoFlow
-	}
 	var f flow
-	if err := json.Unmarshal(b, &f); err != nil {
+	if !readSigned(c, FlowCookie, h.sign, &f) {
 		return flow{}, errNoFlow
 	}
 	if !h.now().Before(time.Unix(f.Expires, 0)) {
