@@ -51,6 +51,13 @@ type GatewayTx interface {
 
 // GatewayReader reads the tool gateway's shared state.
 type GatewayReader interface {
+	// IdempotencyHolder returns the call holding a claim that would stop
+	// c, as IdempotencyClaim would, without claiming anything: "" when the
+	// key is unclaimed, released, claimed at or before c.Now minus
+	// c.Window, or c.Force is set. It is one indexed read, for a caller
+	// that wants to know before it acts whether the key is taken; only
+	// IdempotencyClaim decides a race.
+	IdempotencyHolder(ctx context.Context, c IdempotencyClaim) (holder string, err error)
 	// UsageGet returns the counters of keys in the window starting at
 	// windowStart, zero for a counter never charged.
 	UsageGet(ctx context.Context, keys []UsageKey) ([]UsageTotal, error)

@@ -31,6 +31,10 @@ const (
 		WHERE k.released OR k.claimed_at <= $6 OR $7::boolean
 		RETURNING call`
 	qIdempotencyHolder  = `SELECT call FROM idempotency_keys WHERE tenant_id = $1 AND namespace = $2 AND key = $3`
+	// qIdempotencyLive reads the holder of a claim that still blocks
+	// others: not released and claimed after the expiry ($4).
+	qIdempotencyLive = `SELECT call FROM idempotency_keys
+		WHERE tenant_id = $1 AND namespace = $2 AND key = $3 AND NOT released AND claimed_at > $4`
 	qIdempotencyRelease = `UPDATE idempotency_keys SET released = true
 		WHERE tenant_id = $1 AND namespace = $2 AND key = $3 AND call = $4 AND NOT released`
 	// qUsageCharge adds to a counter unless the result would pass a
@@ -80,6 +84,20 @@ func (t *writeTx) IdempotencyClaim(ctx context.Context, c store.IdempotencyClaim
 	var holder string
 	if err := t.q.QueryRow(ctx, qIdempotencyHolder, t.tenant, c.Namespace, c.Key).Scan(&holder); err != nil {
 		return "", interpretError(fmt.Errorf("idempotency claim of %s/%s: read holder: %w", c.Namespace, c.Key, err))
+	}
+	return holder, nil
+}
+
+// IdempotencyHolder returns the call whose claim would stop c, or "".
+func (t *readTx) IdempotencyHolder(ctx context.Context, c store.IdempotencyClaim) (string, error) {
+	c, err := store.PrepareIdempotencyClaim(c, t.s.now())
+	if err != nil || c.Force {
+		return "", err
+	}
+	var holder string
+	err = t.q.QueryRow(ctx, qIdempotencyLive, t.tenant, c.Namespace, c.Key, store.IdempotencyExpiry(c)).Scan(&holder)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return "", interpretError(fmt.Errorf("idempotency holder of %s/%s: %w", c.Namespace, c.Key, err))
 	}
 	return holder, nil
 }

@@ -27,6 +27,10 @@ const (
 		SET call = excluded.call, claimed_at = excluded.claimed_at, released = 0
 		WHERE k.released OR k.claimed_at <= ? OR ?`
 	qIdempotencyHolder  = `SELECT call FROM idempotency_keys WHERE tenant_id = ? AND namespace = ? AND key = ?`
+	// qIdempotencyLive reads the holder of a claim that still blocks
+	// others: not released and claimed after the expiry.
+	qIdempotencyLive = `SELECT call FROM idempotency_keys
+		WHERE tenant_id = ? AND namespace = ? AND key = ? AND NOT released AND claimed_at > ?`
 	qIdempotencyRelease = `UPDATE idempotency_keys SET released = 1
 		WHERE tenant_id = ? AND namespace = ? AND key = ? AND call = ? AND NOT released`
 	// qUsageCharge adds to a counter unless the result would pass a
@@ -63,6 +67,20 @@ func (t *writeTx) IdempotencyClaim(ctx context.Context, c store.IdempotencyClaim
 	var holder string
 	if err := t.q.QueryRowContext(ctx, qIdempotencyHolder, t.tenant, c.Namespace, c.Key).Scan(&holder); err != nil {
 		return "", fmt.Errorf("idempotency claim of %s/%s: read holder: %w", c.Namespace, c.Key, err)
+	}
+	return holder, nil
+}
+
+// IdempotencyHolder returns the call whose claim would stop c, or "".
+func (t *readTx) IdempotencyHolder(ctx context.Context, c store.IdempotencyClaim) (string, error) {
+	c, err := store.PrepareIdempotencyClaim(c, t.s.now())
+	if err != nil || c.Force {
+		return "", err
+	}
+	var holder string
+	err = t.q.QueryRowContext(ctx, qIdempotencyLive, t.tenant, c.Namespace, c.Key, store.IdempotencyExpiry(c).UnixMicro()).Scan(&holder)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("idempotency holder of %s/%s: %w", c.Namespace, c.Key, err)
 	}
 	return holder, nil
 }
