@@ -30,7 +30,7 @@ const (
 		SET call = excluded.call, claimed_at = excluded.claimed_at, released = false
 		WHERE k.released OR k.claimed_at <= $6 OR $7::boolean
 		RETURNING call`
-	qIdempotencyHolder  = `SELECT call FROM idempotency_keys WHERE tenant_id = $1 AND namespace = $2 AND key = $3`
+	qIdempotencyHolder = `SELECT call FROM idempotency_keys WHERE tenant_id = $1 AND namespace = $2 AND key = $3`
 	// qIdempotencyLive reads the holder of a claim that still blocks
 	// others: not released and claimed after the expiry ($4).
 	qIdempotencyLive = `SELECT call FROM idempotency_keys

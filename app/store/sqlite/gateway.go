@@ -26,7 +26,7 @@ const (
 		ON CONFLICT (tenant_id, namespace, key) DO UPDATE
 		SET call = excluded.call, claimed_at = excluded.claimed_at, released = 0
 		WHERE k.released OR k.claimed_at <= ? OR ?`
-	qIdempotencyHolder  = `SELECT call FROM idempotency_keys WHERE tenant_id = ? AND namespace = ? AND key = ?`
+	qIdempotencyHolder = `SELECT call FROM idempotency_keys WHERE tenant_id = ? AND namespace = ? AND key = ?`
 	// qIdempotencyLive reads the holder of a claim that still blocks
 	// others: not released and claimed after the expiry.
 	qIdempotencyLive = `SELECT call FROM idempotency_keys
