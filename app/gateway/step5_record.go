@@ -232,32 +232,25 @@ func (c *call) recordsWithResult(limits []policy.Limit) bool {
 }
 
 // readClaim is step 5 of a call recorded with its result: one read of the
-// idempotency claim. A call that holds the key (within the window, not
+// idempotency claim (store.CallWriter.ClaimHolder, one round trip). A call that holds the key (within the window, not
 // released) is answered instead, as when its claim stops a record; a key
 // whose holder's record is gone is taken over by the write.
 func (c *call) readClaim(ctx context.Context) error {
-	var holder *resource.Object
-	err := c.g.st.View(ctx, c.p.Tenant, func(ctx context.Context, r store.Reader) error {
-		holder = nil
-		h, err := r.IdempotencyHolder(ctx, c.claim())
-		if err != nil || h == "" {
-			return err
-		}
-		o, err := r.ResourceGet(ctx, resource.Key{Kind: resource.KindToolCall, Namespace: c.p.Namespace, Name: h})
-		switch {
-		case err == nil:
-			holder = o
-		case !errors.Is(err, store.ErrNotFound):
-			return err
-		}
-		return nil
-	})
+	h, err := c.g.st.ClaimHolder(ctx, c.p.Tenant, c.claim())
 	if err != nil {
 		return errorf("read idempotency claim: %w", err)
 	}
-	if holder != nil {
-		c.obj, c.replayed, c.name = holder, true, holder.Metadata.Name
+	if h == "" {
+		return nil
 	}
+	holder, err := c.g.read(ctx, c.p.Tenant, c.p.Namespace, h)
+	if e, ok := apierr.As(err); ok && e.Code == apierr.CodeNotFound {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	c.obj, c.replayed, c.name = holder, true, holder.Metadata.Name
 	return nil
 }
 

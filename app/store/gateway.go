@@ -136,6 +136,11 @@ type CallWriter interface {
 	// next batch run while this one is flushed; alone, a durable commit
 	// saves the round trip of Sync.
 	WriteCalls(ctx context.Context, tenant string, ws []*CallWrite, durable bool) error
+	// ClaimHolder is Reader.IdempotencyHolder of tenant on its own, in as
+	// few round trips as the driver can manage (Postgres: one; SQLite: one
+	// statement, no transaction around it): the read a read-only tool call
+	// makes before its tool runs.
+	ClaimHolder(ctx context.Context, tenant string, c IdempotencyClaim) (holder string, err error)
 	// Sync returns when every transaction committed before it was called
 	// is durable. Concurrent calls share the work.
 	Sync(ctx context.Context) error

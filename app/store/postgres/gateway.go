@@ -102,6 +102,44 @@ func (t *readTx) IdempotencyHolder(ctx context.Context, c store.IdempotencyClaim
 	return holder, nil
 }
 
+// ClaimHolder is IdempotencyHolder in one round trip: the read-only
+// transaction, its tenant, the read and the commit sent as one batch.
+func (s *Store) ClaimHolder(ctx context.Context, tenant string, c store.IdempotencyClaim) (string, error) {
+	if err := store.CheckTenant(tenant); err != nil {
+		return "", err
+	}
+	c, err := store.PrepareIdempotencyClaim(c, s.now())
+	if err != nil || c.Force {
+		return "", err
+	}
+	b := &pgx.Batch{}
+	b.Queue(`BEGIN READ ONLY`)
+	b.Queue(`SELECT set_config('warden.tenant_id', $1, true)`, tenant)
+	b.Queue(qIdempotencyLive, tenant, c.Namespace, c.Key, store.IdempotencyExpiry(c))
+	b.Queue(`COMMIT`)
+	br := s.pool.SendBatch(ctx, b)
+	var holder string
+	err = func() error {
+		for range 2 {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+		}
+		if err := br.QueryRow().Scan(&holder); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		_, err := br.Exec()
+		return err
+	}()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", interpretError(fmt.Errorf("idempotency holder of %s/%s: %w", c.Namespace, c.Key, err))
+	}
+	return holder, nil
+}
+
 // IdempotencyRelease releases the claim of key if call holds it.
 func (t *writeTx) IdempotencyRelease(ctx context.Context, namespace, key, call string) error {
 	if _, err := t.q.Exec(ctx, qIdempotencyRelease, t.tenant, namespace, key, call); err != nil {

@@ -85,6 +85,24 @@ func (t *readTx) IdempotencyHolder(ctx context.Context, c store.IdempotencyClaim
 	return holder, nil
 }
 
+// ClaimHolder is IdempotencyHolder as one statement on the reader pool,
+// outside a transaction (a statement alone reads one snapshot).
+func (s *Store) ClaimHolder(ctx context.Context, tenant string, c store.IdempotencyClaim) (string, error) {
+	if err := store.CheckTenant(tenant); err != nil {
+		return "", err
+	}
+	c, err := store.PrepareIdempotencyClaim(c, s.now())
+	if err != nil || c.Force {
+		return "", err
+	}
+	var holder string
+	err = s.readStmts[qIdempotencyLive].QueryRowContext(ctx, tenant, c.Namespace, c.Key, store.IdempotencyExpiry(c).UnixMicro()).Scan(&holder)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("idempotency holder of %s/%s: %w", c.Namespace, c.Key, err)
+	}
+	return holder, nil
+}
+
 // IdempotencyRelease releases the claim of key if call holds it.
 func (t *writeTx) IdempotencyRelease(ctx context.Context, namespace, key, call string) error {
 	if _, err := t.q.ExecContext(ctx, qIdempotencyRelease, t.tenant, namespace, key, call); err != nil {

@@ -177,6 +177,9 @@ func holderOf(t testing.TB, s store.Store, tenant string, c store.IdempotencyCla
 		holder, err = r.IdempotencyHolder(ctx, c)
 		return err
 	}))
+	alone, err := s.ClaimHolder(context.Background(), tenant, c)
+	require.NoError(t, err)
+	require.Equal(t, holder, alone, "ClaimHolder reads what IdempotencyHolder reads")
 	return holder
 }
 
@@ -228,6 +231,10 @@ func testIdempotencyHolder(t *testing.T, s store.Store) {
 		return err
 	})
 	require.Error(t, err, "a key is required")
+	_, err = s.ClaimHolder(ctx, tenant, store.IdempotencyClaim{Namespace: "default", Call: "a", Now: t0})
+	require.Error(t, err, "a key is required")
+	_, err = s.ClaimHolder(ctx, "", store.IdempotencyClaim{Namespace: "default", Key: "k1", Call: "a", Now: t0})
+	require.ErrorIs(t, err, store.ErrNoTenant)
 }
 
 // testIdempotencyConcurrent: many transactions claiming one key at once
