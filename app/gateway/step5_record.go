@@ -217,8 +217,9 @@ func (c *call) recordBatched(ctx context.Context, charges []store.UsageCharge) (
 }
 
 // recordsWithResult reports whether the call is recorded once, with its
-// result, after its tool ran, instead of before it and again after: a
-// read-only call the gateway runs itself, with nothing to wait for
+// result, after its tool ran, instead of before it and again after: on a
+// store whose read of a claim is cheap (store.CallWriter.ClaimReadFirst),
+// a read-only call the gateway runs itself, with nothing to wait for
 // (committedEnough), no usage limit to charge before it runs (a hard cap
 // must refuse the call before the tool is reached, a soft one warns with
 // the counter's new value) and no audit record of a modified input. Its
@@ -228,7 +229,7 @@ func (c *call) recordBatched(ctx context.Context, charges []store.UsageCharge) (
 // racing, both may read, one record wins, and the other call answers
 // with it (finishDeferred).
 func (c *call) recordsWithResult(limits []policy.Limit) bool {
-	return c.committedEnough() && len(limits) == 0 && !c.modified
+	return c.g.st.ClaimReadFirst() && c.committedEnough() && len(limits) == 0 && !c.modified
 }
 
 // readClaim is step 5 of a call recorded with its result: one read of the

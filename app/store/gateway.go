@@ -141,6 +141,14 @@ type CallWriter interface {
 	// statement, no transaction around it): the read a read-only tool call
 	// makes before its tool runs.
 	ClaimHolder(ctx context.Context, tenant string, c IdempotencyClaim) (holder string, err error)
+	// ClaimReadFirst reports whether ClaimHolder costs less than a claim's
+	// share of a batched WriteCalls, so that a read-only call is better
+	// recorded once, with its result, after reading its claim, than
+	// claimed before its tool runs and written again after: true for
+	// SQLite (one prepared statement on a reader connection), false for
+	// Postgres (a round trip and a transaction of its own per call, where
+	// the claim shares a batch's single round trip).
+	ClaimReadFirst() bool
 	// Sync returns when every transaction committed before it was called
 	// is durable. Concurrent calls share the work.
 	Sync(ctx context.Context) error

@@ -140,6 +140,10 @@ func (s *Store) ClaimHolder(ctx context.Context, tenant string, c store.Idempote
 	return holder, nil
 }
 
+// ClaimReadFirst is false: ClaimHolder is a round trip of its own per
+// call, where a claim in WriteCalls shares its batch's.
+func (s *Store) ClaimReadFirst() bool { return false }
+
 // IdempotencyRelease releases the claim of key if call holds it.
 func (t *writeTx) IdempotencyRelease(ctx context.Context, namespace, key, call string) error {
 	if _, err := t.q.Exec(ctx, qIdempotencyRelease, t.tenant, namespace, key, call); err != nil {

@@ -103,6 +103,9 @@ func (s *Store) ClaimHolder(ctx context.Context, tenant string, c store.Idempote
 	return holder, nil
 }
 
+// ClaimReadFirst is true: ClaimHolder is one prepared statement.
+func (s *Store) ClaimReadFirst() bool { return true }
+
 // IdempotencyRelease releases the claim of key if call holds it.
 func (t *writeTx) IdempotencyRelease(ctx context.Context, namespace, key, call string) error {
 	if _, err := t.q.ExecContext(ctx, qIdempotencyRelease, t.tenant, namespace, key, call); err != nil {
