@@ -37,6 +37,21 @@ func (s *batchLog) WriteCalls(ctx context.Context, tenant string, ws []*store.Ca
 	return s.Store.WriteCalls(ctx, tenant, ws, durable)
 }
 
+// loggedEnv is newEnv on a store whose tool-call batches are logged; it
+// returns the store under the log too.
+func loggedEnv(t *testing.T, url string) (*env, store.Store, *batchLog) {
+	t.Helper()
+	st, err := backend.Open(context.Background(), url, backend.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	log := &batchLog{Store: st}
+	ts := newToolServer(t)
+	e := start(t, envOptions{st: log, tools: ts})
+	e.apply(fixture(ts.URL))
+	log.take()
+	return e, st, log
+}
+
 func (s *batchLog) take() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -55,14 +70,7 @@ func TestOnlyReadOnlyCallsRunOnACommittedRecord(t *testing.T) {
 	for name, url := range backends() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			st, err := backend.Open(context.Background(), url(t), backend.Options{})
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = st.Close() })
-			log := &batchLog{Store: st}
-			ts := newToolServer(t)
-			e := start(t, envOptions{st: log, tools: ts})
-			e.apply(fixture(ts.URL))
-			log.take()
+			e, st, log := loggedEnv(t, url(t))
 
 			// (Its tool answers 500: the call fails, and is recorded.) A
 			// read-only call is recorded once, with its result, durably,

@@ -71,13 +71,8 @@ func TestReadOnlyCallIsRecordedOnceWithItsResult(t *testing.T) {
 	for name, url := range backends() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			st, err := backend.Open(context.Background(), url(t), backend.Options{})
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = st.Close() })
-			log := &batchLog{Store: st}
-			ts := newToolServer(t)
-			e := start(t, envOptions{st: log, tools: ts})
-			e.apply(fixture(ts.URL))
+			e, st, log := loggedEnv(t, url(t))
+			ts := e.tools
 			e.apply(lookupFixture(ts.URL))
 			log.take()
 
