@@ -16,36 +16,76 @@ import (
 const qInsertRouteDecision = `INSERT INTO route_decisions (tenant_id, id, namespace, execution, route, agent, time, data)
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
 
-// routeInsertRows is the most rows one INSERT of the router's recorder
-// carries (8 parameters a row, far below SQLite's limit of 32,766): a
-// statement a row cost most of the recorder's time.
-const routeInsertRows = 64
+// The router's recorder inserts its rows several to a statement: a
+// statement a row cost most of its time. Each size of routeInsertSizes
+// has its statement prepared at Open (parsing a many-row INSERT costs as
+// much as running it); a batch is cut greedily into those sizes. 64 rows
+// of 8 parameters are far below SQLite's limit of 32,766.
+var (
+	routeInsertSizes      = [...]int{64, 16, 4, 1}
+	qInsertRouteDecisions = multiRows(qInsertRouteDecision)
+	qInsertEvents         = multiRows(qInsertEvent)
+)
 
-// RouteDecisionInsert appends the model router's routing decisions, up to
-// routeInsertRows in one statement.
+// routerQueries are the router's statements Open prepares.
+func routerQueries() []string {
+	return append(qInsertRouteDecisions[:len(routeInsertSizes)-1:len(routeInsertSizes)-1], qInsertEvents[:len(routeInsertSizes)-1]...)
+}
+
+// multiRows is insert (an INSERT of one row of VALUES) extended to each
+// size of routeInsertSizes.
+func multiRows(insert string) [len(routeInsertSizes)]string {
+	_, row, _ := strings.Cut(insert, "VALUES ")
+	row = strings.TrimSpace(row)
+	var out [len(routeInsertSizes)]string
+	for i, n := range routeInsertSizes {
+		var b strings.Builder
+		b.WriteString(insert)
+		for range n - 1 {
+			b.WriteString(", ")
+			b.WriteString(row)
+		}
+		out[i] = b.String()
+	}
+	return out
+}
+
+// insertRows runs the multi-row statement of stmts that fits the rows
+// left, of width parameters each, until args is used up.
+func (t *writeTx) insertRows(ctx context.Context, stmts *[len(routeInsertSizes)]string, width int, args []any) error {
+	for len(args) > 0 {
+		rows := len(args) / width
+		i := 0
+		for routeInsertSizes[i] > rows {
+			i++
+		}
+		n := routeInsertSizes[i] * width
+		if _, err := t.q.ExecContext(ctx, stmts[i], args[:n]...); err != nil {
+			return err
+		}
+		args = args[n:]
+	}
+	return nil
+}
+
+// RouteDecisionInsert appends the model router's routing decisions, many
+// to a statement.
 func (t *writeTx) RouteDecisionInsert(ctx context.Context, ds []store.RouteDecision) error {
+	args := make([]any, 0, 8*len(ds))
 	for _, d := range ds {
 		if err := store.CheckRouteDecision(d); err != nil {
 			return err
 		}
+		args = append(args, t.tenant, d.ID, d.Namespace, d.Execution, d.Route, d.Agent, d.Time.UnixMicro(), []byte(d.Data))
 	}
-	for len(ds) > 0 {
-		n := min(len(ds), routeInsertRows)
-		chunk := ds[:n]
-		ds = ds[n:]
-		args := make([]any, 0, 8*n)
-		for _, d := range chunk {
-			args = append(args, t.tenant, d.ID, d.Namespace, d.Execution, d.Route, d.Agent, d.Time.UnixMicro(), []byte(d.Data))
-		}
-		if _, err := t.q.ExecContext(ctx, multiRow(qInsertRouteDecision, n), args...); err != nil {
-			return fmt.Errorf("insert route decisions %s…%s: %w", chunk[0].ID, chunk[n-1].ID, err)
-		}
+	if err := t.insertRows(ctx, &qInsertRouteDecisions, 8, args); err != nil {
+		return fmt.Errorf("insert %d route decisions: %w", len(ds), err)
 	}
 	return nil
 }
 
 // RouteEventsInsert appends events, assigning their per-tenant sequences,
-// up to routeInsertRows in one statement.
+// many to a statement.
 func (t *writeTx) RouteEventsInsert(ctx context.Context, evs []events.Event) ([]events.Event, error) {
 	if len(evs) == 0 {
 		return nil, nil
@@ -55,7 +95,7 @@ func (t *writeTx) RouteEventsInsert(ctx context.Context, evs []events.Event) ([]
 		return nil, err
 	}
 	out := make([]events.Event, len(evs))
-	args := make([]any, 0, 7*min(len(evs), routeInsertRows))
+	args := make([]any, 0, 7*len(evs))
 	seq := st.eventSeq
 	for i, ev := range evs {
 		seq++
@@ -72,33 +112,12 @@ func (t *writeTx) RouteEventsInsert(ctx context.Context, evs []events.Event) ([]
 		}
 		out[i] = ev
 		args = append(args, t.tenant, ev.Seq, ev.Type, ev.Time.UnixMicro(), ev.Namespace, ev.Subject, data)
-		if n := len(args) / 7; n == routeInsertRows || i == len(evs)-1 {
-			if _, err := t.q.ExecContext(ctx, multiRow(qInsertEvent, n), args...); err != nil {
-				return nil, fmt.Errorf("insert %d events: %w", n, err)
-			}
-			args = args[:0]
-		}
+	}
+	if err := t.insertRows(ctx, &qInsertEvents, 7, args); err != nil {
+		return nil, fmt.Errorf("insert %d events: %w", len(evs), err)
 	}
 	st.eventSeq, t.dirty = seq, true
 	return out, nil
-}
-
-// multiRow is insert (an INSERT of one row of VALUES) extended to n rows;
-// one row is insert itself, prepared at Open.
-func multiRow(insert string, n int) string {
-	if n == 1 {
-		return insert
-	}
-	_, row, _ := strings.Cut(insert, "VALUES ")
-	row = strings.TrimSpace(row)
-	var b strings.Builder
-	b.Grow(len(insert) + (n-1)*(len(row)+2))
-	b.WriteString(insert)
-	for range n - 1 {
-		b.WriteString(", ")
-		b.WriteString(row)
-	}
-	return b.String()
 }
 
 // RouteDecisionList returns the decisions of one execution and route.
