@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +18,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/gofiber/fiber/v2"
 
 	"github.com/warden-dev/warden/app/server"
 	"github.com/warden-dev/warden/app/store/backend"
@@ -75,32 +78,42 @@ func (o RouterOptions) WithDefaults() RouterOptions {
 // providerAnswer is the local provider's chat completion.
 const providerAnswer = `{"id":"chatcmpl-bench","object":"chat.completion","created":1764000000,"model":"bench-model","choices":[{"index":0,"message":{"role":"assistant","content":"The quick brown fox jumps over the lazy dog.","refusal":null},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":24,"completion_tokens":11,"total_tokens":35}}`
 
-// startProvider serves a local OpenAI-compatible provider: a fixed chat
-// completion, or five chunks when the request streams.
-func startProvider() (*http.Server, error) {
+// startProvider serves a local OpenAI-compatible provider on Fiber
+// (fasthttp): a fixed chat completion, or five chunks, each flushed as it
+// is written, when the request streams. It is the same provider for the
+// direct and the routed call; a lean server leaves more of the core they
+// share to the router.
+func startProvider() (addr string, stop func(), err error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, err
+		return "", nil, fmt.Errorf("provider: %w", err)
 	}
-	stream := []byte(`data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1764000000,"model":"bench-model","choices":[{"index":0,"delta":{"role":"assistant","content":"The"},"finish_reason":null}]}` + "\n\n")
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		if strings.Contains(string(body), `"stream":true`) {
-			w.Header().Set("Content-Type", "text/event-stream")
-			fl := w.(http.Flusher)
-			for range 4 {
-				_, _ = w.Write(stream)
-				fl.Flush()
-			}
-			_, _ = io.WriteString(w, `data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1764000000,"model":"bench-model","choices":[],"usage":{"prompt_tokens":24,"completion_tokens":4,"total_tokens":28}}`+"\n\ndata: [DONE]\n\n")
-			return
+	chunk := []byte(`data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1764000000,"model":"bench-model","choices":[{"index":0,"delta":{"role":"assistant","content":"The"},"finish_reason":null}]}` + "\n\n")
+	last := []byte(`data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1764000000,"model":"bench-model","choices":[],"usage":{"prompt_tokens":24,"completion_tokens":4,"total_tokens":28}}` + "\n\ndata: [DONE]\n\n")
+	streams := []byte(`"stream":true`)
+	// Idle connections outlive the load generator's (a minute), so the
+	// server never closes one the client is about to reuse.
+	app := fiber.New(fiber.Config{DisableStartupMessage: true, ReadTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute})
+	app.Post("/v1/chat/completions", func(c *fiber.Ctx) error {
+		if !bytes.Contains(c.Body(), streams) {
+			c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+			return c.SendString(providerAnswer)
 		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, providerAnswer)
-	}), ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	srv.Addr = ln.Addr().String()
-	return srv, nil
+		c.Set(fiber.HeaderContentType, "text/event-stream")
+		c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
+			for range 4 {
+				_, _ = w.Write(chunk)
+				if w.Flush() != nil {
+					return
+				}
+			}
+			_, _ = w.Write(last)
+			_ = w.Flush()
+		})
+		return nil
+	})
+	go func() { _ = app.Listener(ln) }()
+	return ln.Addr().String(), func() { _ = app.Shutdown() }, nil
 }
 
 // routerHello is what the child serving the router tells the load
@@ -123,11 +136,11 @@ type routerHello struct {
 // "cpuprofile <path>" / "trace <path>" (start a CPU profile or execution
 // trace) and "stop" (end it). It returns when in ends.
 func ServeRouterChild(ctx context.Context, o RouterOptions, in io.Reader, out io.Writer) error {
-	prov, err := startProvider()
+	provAddr, stopProvider, err := startProvider()
 	if err != nil {
 		return err
 	}
-	defer prov.Close()
+	defer stopProvider()
 	storeURL := o.Store
 	if storeURL == "" {
 		dir, err := os.MkdirTemp("", "warden-bench-router-")
@@ -170,7 +183,7 @@ func ServeRouterChild(ctx context.Context, o RouterOptions, in io.Reader, out io
 		srv.Router().Close()
 	}()
 	cp, rt := "http://"+lns[0].Addr().String(), "http://"+lns[2].Addr().String()
-	if err := apply(ctx, cp, admin, routerFixture("http://"+prov.Addr+"/v1")); err != nil {
+	if err := apply(ctx, cp, admin, routerFixture("http://"+provAddr+"/v1")); err != nil {
 		return err
 	}
 	token, _, err := srv.Issuer().Issue(ctx, workload.IssueParams{Tenant: server.LocalTenant, Namespace: "default",
@@ -187,7 +200,7 @@ func ServeRouterChild(ctx context.Context, o RouterOptions, in io.Reader, out io
 	client.CloseIdleConnections()
 	stop := func() {}
 	defer func() { stop() }()
-	hello := routerHello{Provider: "http://" + prov.Addr, Router: rt, Token: token, Procs: runtime.GOMAXPROCS(0)}
+	hello := routerHello{Provider: "http://" + provAddr, Router: rt, Token: token, Procs: runtime.GOMAXPROCS(0)}
 	return serveChild(ctx, in, out, hello, func(_ context.Context, command string) (string, error) {
 		verb, arg, _ := strings.Cut(command, " ")
 		switch verb {
