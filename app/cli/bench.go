@@ -202,8 +202,16 @@ left. The CPU per call is the child's.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !child {
+				// The load generator collects as rarely as the server
+				// does, so that its collector delays the calls it times
+				// less (RunRouter then sizes GOMAXPROCS for its CPUs).
+				tuned, err := tuneRuntime(a.env.LookupEnv, false)
+				if err != nil {
+					return err
+				}
+				defer tuned.stop()
 				o.ChildArgs = []string{"bench", "router", "--serve-child"}
-				_, err := bench.RunRouter(cmd.Context(), o, a.env.Stdout)
+				_, err = bench.RunRouter(cmd.Context(), o, a.env.Stdout)
 				return err
 			}
 			if o.CPUs > 0 {
