@@ -81,21 +81,27 @@ func RunMCP(ctx context.Context, mo MCPOptions, w io.Writer) ([]Result, error) {
 	)
 	switch mo.Layout {
 	case "", MCPLayoutSplit:
+		if runtimeCPUs() < 2 {
+			return nil, fmt.Errorf("bench: the split layout needs 2 CPUs, this machine has %d: use --layout %s", runtimeCPUs(), MCPLayoutShared)
+		}
+		// The child pins itself to the first CPU of those it inherits,
+		// all of this process's: this process moves to the others only
+		// once the child is ready.
 		child, err := startMCPChild(ctx, storeURL, o.Rules)
 		if err != nil {
 			return nil, err
 		}
-		defer child.close()
-		restore, err := pinCPUSet(child.clientCPUs)
+		defer func() { _ = child.close() }()
+		restore, left, err := pinOtherCPUs(1)
 		if err != nil {
 			return nil, err
 		}
 		defer restore()
-		procs := runtime.GOMAXPROCS(len(child.clientCPUs))
+		procs := runtime.GOMAXPROCS(left)
 		defer runtime.GOMAXPROCS(procs)
 		ends, cpuOf, profile = child.ends, child.cpu, child.profile
-		where = fmt.Sprintf("gateway and server in a process of their own on CPU %d (GOMAXPROCS %d), the client on CPU %s; "+
-			"the server process's CPU, the direct phase's subtracted", child.serverCPU, child.ends.Procs, cpuList(child.clientCPUs))
+		where = fmt.Sprintf("gateway and server in a process of their own pinned to 1 of %d CPUs (GOMAXPROCS %d), the client on the other %d; "+
+			"the server process's CPU, the direct phase's subtracted", runtimeCPUs(), child.ends.Procs, left)
 	case MCPLayoutShared:
 		env, err := startMCPEnv(ctx, storeURL, o.Rules)
 		if err != nil {

@@ -1,20 +1,15 @@
 package bench
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"os"
-	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/warden-dev/warden/app/auth"
@@ -117,10 +112,10 @@ type MCPServeOptions struct {
 	Rules int
 }
 
-// ServeMCP is the serving process of `warden bench mcp`'s split layout:
-// it starts the echo server and the Warden of startMCPEnv, writes their
-// endpoints to out as one JSON line, then answers the client process's
-// commands, one a line on in, until in ends:
+// ServeMCP is the serving process of `warden bench mcp`'s split layout (a
+// child, serveChild): it starts the echo server and the Warden of
+// startMCPEnv, writes their endpoints to out as its hello, then answers
+// the client process's commands, one a line on in, until in ends:
 //
 //	cpu             the process's user and system time, in nanoseconds
 //	profile <path>  start a CPU profile written to path
@@ -136,110 +131,49 @@ func ServeMCP(ctx context.Context, o MCPServeOptions, in io.Reader, out io.Write
 		return err
 	}
 	defer env.close()
-	b, err := json.Marshal(env.ends)
-	if err != nil {
-		return fmt.Errorf("encode the endpoints: %w", err)
-	}
-	if _, err := fmt.Fprintf(out, "%s\n", b); err != nil {
-		return fmt.Errorf("write the endpoints: %w", err)
-	}
 	stop := func() {}
 	defer func() { stop() }()
-	sc := bufio.NewScanner(in)
-	for sc.Scan() {
-		cmd, arg, _ := strings.Cut(sc.Text(), " ")
-		answer := "ok"
+	return serveChild(ctx, in, out, env.ends, func(_ context.Context, command string) (string, error) {
+		cmd, arg, _ := strings.Cut(command, " ")
 		switch cmd {
 		case "cpu":
-			answer = strconv.FormatInt(int64(processCPU()), 10)
+			return strconv.FormatInt(int64(processCPU()), 10), nil
 		case "profile":
 			stop()
-			if stop, err = startProfile(arg); err != nil {
-				stop, answer = func() {}, "error: "+err.Error()
+			s, err := startProfile(arg)
+			if err != nil {
+				stop = func() {}
+				return "", err
 			}
+			stop = s
 		case "stop":
 			stop()
 			stop = func() {}
 		default:
-			answer = fmt.Sprintf("error: unknown command %q", cmd)
+			return "", fmt.Errorf("unknown command %q", cmd)
 		}
-		if _, err := fmt.Fprintln(out, answer); err != nil {
-			return fmt.Errorf("answer %s: %w", cmd, err)
-		}
-	}
-	return sc.Err()
+		return "ok", nil
+	})
 }
 
 // mcpChild is the serving process of the split layout, seen from the
 // client process.
 type mcpChild struct {
-	cmd  *exec.Cmd
-	in   io.WriteCloser
-	out  *bufio.Reader
-	mu   sync.Mutex
+	*child
 	ends mcpEndpoints
-	// serverCPU is the CPU the child is pinned to; clientCPUs are the
-	// others, this process's.
-	serverCPU  int
-	clientCPUs []int
 }
 
-// startMCPChild runs this executable's `bench mcp-serve` pinned to the
-// last CPU this process may use, and waits for its endpoints.
+// startMCPChild runs this executable's `bench mcp-serve`, which pins
+// itself to the first CPU this process may use, and waits for its
+// endpoints; the caller pins itself to the others (pinOtherCPUs(1)).
 func startMCPChild(ctx context.Context, storeURL string, rules int) (*mcpChild, error) {
-	cpus, err := allowedCPUs()
+	c := &mcpChild{}
+	ch, err := startChild(ctx, []string{"bench", "mcp-serve", "--store", storeURL, "--rules", strconv.Itoa(rules)}, &c.ends)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("bench: the serving process: %w", err)
 	}
-	if len(cpus) < 2 {
-		return nil, fmt.Errorf("bench: the split layout needs 2 CPUs, this process may use %d: use --layout %s", len(cpus), MCPLayoutShared)
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("bench: find the warden executable: %w", err)
-	}
-	c := &mcpChild{serverCPU: cpus[len(cpus)-1], clientCPUs: cpus[:len(cpus)-1]}
-	c.cmd = exec.CommandContext(ctx, exe, "bench", "mcp-serve", "--store", storeURL, "--rules", strconv.Itoa(rules),
-		"--cpu", strconv.Itoa(c.serverCPU))
-	c.cmd.Stderr = os.Stderr
-	if c.in, err = c.cmd.StdinPipe(); err != nil {
-		return nil, err
-	}
-	out, err := c.cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	c.out = bufio.NewReader(out)
-	if err := c.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("bench: start the serving process: %w", err)
-	}
-	line, err := c.out.ReadString('\n')
-	if err == nil {
-		err = json.Unmarshal([]byte(line), &c.ends)
-	}
-	if err != nil {
-		c.close()
-		return nil, fmt.Errorf("bench: the serving process did not start: %w", err)
-	}
+	c.child = ch
 	return c, nil
-}
-
-// ask sends one command and returns its answer.
-func (c *mcpChild) ask(cmd string) (string, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, err := fmt.Fprintln(c.in, cmd); err != nil {
-		return "", fmt.Errorf("bench: serving process: %w", err)
-	}
-	line, err := c.out.ReadString('\n')
-	if err != nil {
-		return "", fmt.Errorf("bench: serving process: %w", err)
-	}
-	line = strings.TrimSpace(line)
-	if msg, ok := strings.CutPrefix(line, "error: "); ok {
-		return "", fmt.Errorf("bench: serving process: %s", msg)
-	}
-	return line, nil
 }
 
 // cpu is the serving process's user and system time; 0 when it cannot be
@@ -259,21 +193,7 @@ func (c *mcpChild) profile(path string) (stop func(), err error) {
 		return func() {}, nil
 	}
 	if _, err := c.ask("profile " + path); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("bench: the serving process: %w", err)
 	}
 	return func() { _, _ = c.ask("stop") }, nil
-}
-
-// close ends the serving process: its input ends, and it stops.
-func (c *mcpChild) close() {
-	_ = c.in.Close()
-	_ = c.cmd.Wait()
-}
-
-func cpuList(cpus []int) string {
-	s := make([]string, len(cpus))
-	for i, c := range cpus {
-		s[i] = strconv.Itoa(c)
-	}
-	return strings.Join(s, ",")
 }

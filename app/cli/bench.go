@@ -110,14 +110,13 @@ client session.`,
 // --layout split`, which runs it; not for people.
 func newBenchMCPServeCmd(a *app) *cobra.Command {
 	var o bench.MCPServeOptions
-	var cpu int
 	cmd := &cobra.Command{
 		Use:    "mcp-serve",
 		Short:  "The serving process of `warden bench mcp` (started by it)",
 		Hidden: true,
 		Args:   exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			restore, err := bench.PinMCPServer(cpu)
+			restore, err := bench.PinCPUs(1)
 			if err != nil {
 				return err
 			}
@@ -134,7 +133,6 @@ func newBenchMCPServeCmd(a *app) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&o.Store, "store", "", "store URL of a fresh installation")
 	f.IntVar(&o.Rules, "rules", 20, "policy rules evaluated on every call")
-	f.IntVar(&cpu, "cpu", 0, "the CPU to run on")
 	return cmd
 }
 
