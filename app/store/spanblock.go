@@ -89,13 +89,14 @@ func SpanBlocks(spans []Span) []SpanBlock {
 		b.MinStart, b.MaxStart = min(b.MinStart, sp.Start), max(b.MaxStart, sp.Start)
 	}
 	for j := range out {
-		out[j].Keys = blockKeys(out[j].Spans)
+		out[j].Keys = BlockKeys(out[j].Spans)
 	}
 	return out
 }
 
-// blockKeys returns the distinct index values of spans, sorted.
-func blockKeys(spans []Span) []SpanKey {
+// BlockKeys returns the distinct index values of spans, sorted: the keys
+// of a block holding them.
+func BlockKeys(spans []Span) []SpanKey {
 	var keys []SpanKey
 	for i := range spans {
 		sp := &spans[i]

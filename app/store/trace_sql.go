@@ -135,8 +135,10 @@ func (q TraceSQL) SpanBlockList(tenant string, f SpanFilter, cur *BlockCursor, n
 		orderBy = startCol + " + 0" + order + ", " + idCol + order
 	}
 	for _, k := range keys {
-		w = append(w, "EXISTS (SELECT 1 FROM span_keys k WHERE k.tenant_id = "+a.add(tenant)+" AND k.block_id = b.id AND k.kind = "+
-			a.add(k.Kind)+" AND k.value = "+a.add(k.Value)+")")
+		// A key holds its block's newest start: with it the lookup is
+		// one seek of the keys' primary key.
+		w = append(w, "EXISTS (SELECT 1 FROM span_keys k WHERE k.tenant_id = "+a.add(tenant)+" AND k.kind = "+
+			a.add(k.Kind)+" AND k.value = "+a.add(k.Value)+" AND k.max_start = b.max_start AND k.block_id = b.id)")
 	}
 	if f.Namespaces != nil {
 		w = append(w, "b.namespace IN "+a.in(anySlice(f.Namespaces)))
