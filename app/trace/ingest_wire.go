@@ -246,7 +246,7 @@ func convertProto(b []byte, src Source, lim Limits) (*converted, error) {
 	if err != nil {
 		return nil, err
 	}
-	d.out.batch.Rollups = d.rollups.list()
+	d.out.batch.Rollups = d.rollups.rows()
 	return d.out, nil
 }
 

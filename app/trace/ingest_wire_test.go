@@ -24,6 +24,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/warden-dev/warden/app/store"
 )
 
 // captured records the raw export requests an SDK exporter sent.
@@ -150,7 +152,12 @@ func requireSameConverted(t *testing.T, want, got *converted, sameBytes bool) {
 	require.Equal(t, want.rejected, got.rejected)
 	require.Equal(t, want.reasons, got.reasons)
 	require.Equal(t, want.batch.Resources, got.batch.Resources)
-	require.Equal(t, want.batch.Rollups, got.batch.Rollups)
+	sorted := func(rs []store.SpanRollup) []store.SpanRollup {
+		set := newRollupSet()
+		set.merge(rs)
+		return set.list()
+	}
+	require.Equal(t, sorted(want.batch.Rollups), sorted(got.batch.Rollups))
 	require.Len(t, got.batch.Spans, len(want.batch.Spans))
 	for i := range want.batch.Spans {
 		w, g := want.batch.Spans[i], got.batch.Spans[i]
