@@ -66,27 +66,42 @@ func SpanBlocks(spans []Span) []SpanBlock {
 		ns    string
 		trace [16]byte
 	}
-	// open is the index in out of each trace's block being filled.
+	// open is the index in out of each trace's block being filled; the
+	// first pass assigns the spans to blocks, the second copies them
+	// into one array that the blocks share.
 	open := map[key]int{}
-	sizes := map[int]int{}
+	var sizes, counts []int
 	var out []SpanBlock
+	blockOf := make([]int, len(spans))
 	for i := range spans {
 		sp := &spans[i]
 		k := key{sp.Namespace, sp.TraceID}
 		n := spanEncodedSize(sp)
 		j, ok := open[k]
-		if ok && (len(out[j].Spans) >= MaxBlockSpans || sizes[j]+n > MaxBlockBytes) {
+		if ok && (counts[j] >= MaxBlockSpans || sizes[j]+n > MaxBlockBytes) {
 			ok = false
 		}
 		if !ok {
 			j = len(out)
 			out = append(out, SpanBlock{Namespace: sp.Namespace, TraceID: sp.TraceID, MinStart: sp.Start, MaxStart: sp.Start})
+			sizes, counts = append(sizes, 0), append(counts, 0)
 			open[k] = j
 		}
 		b := &out[j]
-		b.Spans = append(b.Spans, *sp)
+		counts[j]++
 		sizes[j] += n
 		b.MinStart, b.MaxStart = min(b.MinStart, sp.Start), max(b.MaxStart, sp.Start)
+		blockOf[i] = j
+	}
+	all := make([]Span, len(spans))
+	off := 0
+	for j := range out {
+		out[j].Spans = all[off : off : off+counts[j]]
+		off += counts[j]
+	}
+	for i := range spans {
+		b := &out[blockOf[i]]
+		b.Spans = append(b.Spans, spans[i])
 	}
 	for j := range out {
 		out[j].Keys = BlockKeys(out[j].Spans)
@@ -341,10 +356,13 @@ type EncodedBlock struct {
 func (c *SpanCodec) EncodeBlocks(spans []Span) []EncodedBlock {
 	blocks := SpanBlocks(spans)
 	out := make([]EncodedBlock, len(blocks))
+	// One buffer for every block's encoding before compression.
+	var raw []byte
 	for i := range blocks {
 		b := &blocks[i]
+		raw = AppendSpanBlock(raw[:0], b.Spans)
 		out[i] = EncodedBlock{Namespace: b.Namespace, TraceID: b.TraceID, MinStart: b.MinStart, MaxStart: b.MaxStart,
-			Spans: len(b.Spans), Keys: b.Keys, Data: c.Encode(b.Spans)}
+			Spans: len(b.Spans), Keys: b.Keys, Data: c.enc.EncodeAll(raw, make([]byte, 0, len(raw)/2))}
 	}
 	return out
 }
