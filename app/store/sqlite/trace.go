@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -37,27 +36,6 @@ func multiInsert(table, cols string, ncols, n int) string {
 	return b.String()
 }
 
-// multiInsertTenant returns an INSERT of n rows of cols columns whose
-// first column, the tenant, is the one parameter ?1 for every row: its
-// parameters are the tenant, then ncols-1 a row.
-func multiInsertTenant(table, cols string, ncols, n int) string {
-	var b strings.Builder
-	b.WriteString("INSERT INTO " + table + " (" + cols + ") VALUES ")
-	p := 2
-	for i := range n {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString("(?1")
-		for range ncols - 1 {
-			b.WriteString(", ?" + strconv.Itoa(p))
-			p++
-		}
-		b.WriteString(")")
-	}
-	return b.String()
-}
-
 const (
 	blockCols = "id, tenant_id, namespace, trace_id, min_start, max_start, spans, data"
 	keyCols   = "tenant_id, block_id, kind, value, max_start"
@@ -65,8 +43,7 @@ const (
 
 var (
 	qBlockInsertFull = multiInsert("span_blocks", blockCols, 8, blockInsertRows)
-	// The keys bind their tenant once a statement, not once a row.
-	qKeyInsertFull = multiInsertTenant("span_keys", keyCols, 5, keyInsertRows)
+	qKeyInsertFull   = multiInsert("span_keys", keyCols, 5, keyInsertRows)
 )
 
 const (
@@ -163,20 +140,14 @@ func (s *Store) writeBlocks(ctx context.Context, tx *sql.Tx, tenant string, bloc
 			return fmt.Errorf("insert span blocks: %w", err)
 		}
 	}
-	args = make([]any, 1, 1+keyInsertRows*4)
-	args[0] = tenant
+	args = make([]any, 0, keyInsertRows*5)
 	n := 0
 	flush := func() error {
 		if n == 0 {
 			return nil
 		}
-		var err error
-		if n == keyInsertRows {
-			_, err = fullKeys.ExecContext(ctx, args...)
-		} else {
-			_, err = tx.ExecContext(ctx, multiInsertTenant("span_keys", keyCols, 5, n), args...)
-		}
-		args, n = args[:1], 0
+		err := execRows(ctx, tx, fullKeys, "span_keys", keyCols, 5, n, keyInsertRows, args)
+		args, n = args[:0], 0
 		if err != nil {
 			return fmt.Errorf("insert span keys: %w", err)
 		}
@@ -200,7 +171,7 @@ func (s *Store) writeBlocks(ctx context.Context, tx *sql.Tx, tenant string, bloc
 			cmp.Compare(a.block, b.block))
 	})
 	for _, k := range keys {
-		args = append(args, last+int64(k.block)+1, k.Kind, k.Value, blocks[k.block].MaxStart)
+		args = append(args, tenant, last+int64(k.block)+1, k.Kind, k.Value, blocks[k.block].MaxStart)
 		if n++; n == keyInsertRows {
 			if err := flush(); err != nil {
 				return err
