@@ -101,8 +101,7 @@ func newExportTemplate(n int, seq uint64) (*exportTemplate, error) {
 func spanOffsets(b []byte) ([]spanPatch, error) {
 	var out []spanPatch
 	// fields calls fn with each field of the message at b[off:end].
-	var fields func(off, end int, fn func(num protowire.Number, typ protowire.Type, voff, vend int) error) error
-	fields = func(off, end int, fn func(num protowire.Number, typ protowire.Type, voff, vend int) error) error {
+	fields := func(off, end int, fn func(num protowire.Number, typ protowire.Type, voff, vend int) error) error {
 		for off < end {
 			num, typ, n := protowire.ConsumeTag(b[off:end])
 			if n < 0 {

@@ -38,13 +38,11 @@ var errWireDepth = errors.New("exceeded maximum recursion depth")
 const (
 	fieldRequestResourceSpans = 1
 
-	fieldRSResource   = 1
-	fieldRSScopeSpans = 2
-	fieldRSSchemaURL  = 3
-
-	fieldSSScope     = 1
-	fieldSSSpans     = 2
-	fieldSSSchemaURL = 3
+	// ResourceSpans (resource, scope_spans, schema_url) and ScopeSpans
+	// (scope, spans, schema_url) number their fields alike.
+	fieldHead      = 1
+	fieldChildren  = 2
+	fieldSchemaURL = 3
 
 	fieldSpanTraceID      = 1
 	fieldSpanSpanID       = 2
@@ -317,7 +315,8 @@ func walk(b []byte, fn func(num protowire.Number, typ protowire.Type, v []byte, 
 func consumeTag(b []byte) (protowire.Number, protowire.Type, int) {
 	num, typ, n := protowire.ConsumeTag(b)
 	if n >= 0 && !num.IsValid() {
-		return 0, 0, -1
+		// protowire.ParseError's code of an invalid field number.
+		return 0, 0, -2
 	}
 	return num, typ, n
 }
@@ -342,24 +341,32 @@ func (d *wireDecoder) intern(b []byte) string {
 	return s
 }
 
-// resourceSpans converts one ResourceSpans.
-func (d *wireDecoder) resourceSpans(b []byte) error {
-	var res []byte
-	hasRes := false
-	var scopes [][]byte
+// container is a ResourceSpans or a ScopeSpans as read: both are field 1
+// a message (the resource or the scope), field 2 the repeated children
+// (scope spans or spans) and field 3 the schema URL.
+type container struct {
+	// head is field 1's encodings concatenated: a message field given
+	// twice is merged.
+	head     []byte
+	hasHead  bool
+	children [][]byte
+	schema   string
+}
+
+// readContainer reads a ResourceSpans or a ScopeSpans.
+func readContainer(b []byte) (container, error) {
+	var c container
 	var schema []byte
 	err := forFields(b, func(num protowire.Number, typ protowire.Type, v []byte) error {
 		if typ != protowire.BytesType {
 			return nil
 		}
 		switch num {
-		case fieldRSResource:
-			// A message field given twice is merged: its encodings
-			// concatenated.
-			res, hasRes = append(res, v...), true
-		case fieldRSScopeSpans:
-			scopes = append(scopes, v)
-		case fieldRSSchemaURL:
+		case fieldHead:
+			c.head, c.hasHead = append(c.head, v...), true
+		case fieldChildren:
+			c.children = append(c.children, v)
+		case fieldSchemaURL:
 			if err := checkUTF8(v, "schema_url"); err != nil {
 				return err
 			}
@@ -367,13 +374,20 @@ func (d *wireDecoder) resourceSpans(b []byte) error {
 		}
 		return nil
 	})
+	c.schema = string(schema)
+	return c, err
+}
+
+// resourceSpans converts one ResourceSpans.
+func (d *wireDecoder) resourceSpans(b []byte) error {
+	c, err := readContainer(b)
 	if err != nil {
 		return err
 	}
-	rs := &tracepb.ResourceSpans{SchemaUrl: string(schema)}
-	if hasRes {
+	rs := &tracepb.ResourceSpans{SchemaUrl: c.schema}
+	if c.hasHead {
 		rs.Resource = &resourcepb.Resource{}
-		if err := proto.Unmarshal(res, rs.Resource); err != nil {
+		if err := proto.Unmarshal(c.head, rs.Resource); err != nil {
 			return fmt.Errorf("resource: %w", err)
 		}
 	}
@@ -385,7 +399,7 @@ func (d *wireDecoder) resourceSpans(b []byte) error {
 	if len(resAttrs) > d.lim.MaxAttributes {
 		rejectAll = fmt.Sprintf("the resource has %d attributes, more than the limit of %d", len(resAttrs), d.lim.MaxAttributes)
 	}
-	for _, sb := range scopes {
+	for _, sb := range c.children {
 		if err := d.scopeSpans(rs, sb, rejectAll, service, resAgent, resExec); err != nil {
 			return err
 		}
@@ -395,37 +409,18 @@ func (d *wireDecoder) resourceSpans(b []byte) error {
 
 // scopeSpans converts one ScopeSpans of rs.
 func (d *wireDecoder) scopeSpans(rs *tracepb.ResourceSpans, b []byte, rejectAll, service, resAgent, resExec string) error {
-	var scope []byte
-	hasScope := false
-	var spans [][]byte
-	var schema []byte
-	err := forFields(b, func(num protowire.Number, typ protowire.Type, v []byte) error {
-		if typ != protowire.BytesType {
-			return nil
-		}
-		switch num {
-		case fieldSSScope:
-			scope, hasScope = append(scope, v...), true
-		case fieldSSSpans:
-			spans = append(spans, v)
-		case fieldSSSchemaURL:
-			if err := checkUTF8(v, "schema_url"); err != nil {
-				return err
-			}
-			schema = v
-		}
-		return nil
-	})
+	c, err := readContainer(b)
 	if err != nil {
 		return err
 	}
-	ss := &tracepb.ScopeSpans{SchemaUrl: string(schema)}
-	if hasScope {
+	ss := &tracepb.ScopeSpans{SchemaUrl: c.schema}
+	if c.hasHead {
 		ss.Scope = &commonpb.InstrumentationScope{}
-		if err := proto.Unmarshal(scope, ss.Scope); err != nil {
+		if err := proto.Unmarshal(c.head, ss.Scope); err != nil {
 			return fmt.Errorf("scope: %w", err)
 		}
 	}
+	spans := c.children
 	if len(spans) == 0 {
 		return nil
 	}
