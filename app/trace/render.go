@@ -86,13 +86,17 @@ type spanWriter struct {
 	tails map[int64][]byte
 	// raw and kvs are per-depth scratch lists of KeyValue encodings and
 	// their parsed form; events and links those of the span being written.
-	raw          [maxAttrDepth + 2][][]byte
-	kvs          [maxAttrDepth + 2][]attrKV
-	events       [][]byte
-	links        [][]byte
-	evAttrs      [][]byte
-	statusMsg    []byte
-	hasStatusMsg bool
+	raw       [maxAttrDepth + 2][][]byte
+	kvs       [maxAttrDepth + 2][]attrKV
+	events    [][]byte
+	links     [][]byte
+	evAttrs   [][]byte
+	statusMsg []byte
+	// second is the Unix second whose text (`"2006-01-02T15:04:05`)
+	// secondText holds.
+	second     int64
+	haveSecond bool
+	secondText []byte
 }
 
 func newSpanWriter(resources map[int64]*tracepb.ResourceSpans) *spanWriter {
@@ -195,9 +199,9 @@ func (w *spanWriter) appendSpanDirect(dst []byte, row *store.Span) ([]byte, erro
 	dst = append(dst, `,"kind":`...)
 	dst = append(dst, kind...)
 	dst = append(dst, `,"startTime":`...)
-	dst = appendJSONTime(dst, row.Start)
+	dst = w.appendTime(dst, row.Start)
 	dst = append(dst, `,"endTime":`...)
-	dst = appendJSONTime(dst, row.End)
+	dst = w.appendTime(dst, row.End)
 	dst = append(dst, `,"durationMs":`...)
 	dst, ok = appendJSONFloat(dst, float64(row.End-row.Start)/1e6)
 	if !ok {
@@ -273,7 +277,7 @@ func (w *spanWriter) appendSpanDirect(dst []byte, row *store.Span) ([]byte, erro
 // message in w.
 func (w *spanWriter) scanSpanData(b []byte) error {
 	w.raw[0], w.events, w.links = w.raw[0][:0], w.events[:0], w.links[:0]
-	w.statusMsg, w.hasStatusMsg = nil, false
+	w.statusMsg = nil
 	seenStatus := false
 	for len(b) > 0 {
 		num, typ, v, rest, err := nextField(b)
@@ -351,7 +355,7 @@ func (w *spanWriter) appendEvent(dst []byte, b []byte) ([]byte, error) {
 	dst = append(dst, `{"name":`...)
 	dst = appendJSONString(dst, name)
 	dst = append(dst, `,"time":`...)
-	dst = appendJSONTime(dst, int64(ts))
+	dst = w.appendTime(dst, int64(ts))
 	if len(w.evAttrs) > 0 {
 		dst = append(dst, `,"attributes":`...)
 		var err error
@@ -417,7 +421,7 @@ func (w *spanWriter) appendKVs(dst []byte, raw [][]byte, depth int) ([]byte, err
 		kvs = append(kvs, kv)
 	}
 	w.kvs[depth] = kvs
-	slices.SortFunc(kvs, func(a, b attrKV) int { return bytes.Compare(a.key, b.key) })
+	sortKVs(kvs)
 	dst = append(dst, '{')
 	for i := range kvs {
 		if i > 0 {
@@ -434,6 +438,20 @@ func (w *spanWriter) appendKVs(dst []byte, raw [][]byte, depth int) ([]byte, err
 		}
 	}
 	return append(dst, '}'), nil
+}
+
+// sortKVs sorts kvs by key: by insertion when short, as attribute lists
+// mostly are.
+func sortKVs(kvs []attrKV) {
+	if len(kvs) > 16 {
+		slices.SortStableFunc(kvs, func(a, b attrKV) int { return bytes.Compare(a.key, b.key) })
+		return
+	}
+	for i := 1; i < len(kvs); i++ {
+		for j := i; j > 0 && string(kvs[j].key) < string(kvs[j-1].key); j-- {
+			kvs[j], kvs[j-1] = kvs[j-1], kvs[j]
+		}
+	}
 }
 
 // parseKV parses a KeyValue.
@@ -642,12 +660,33 @@ func quoteNames[K ~int32 | ~int](names map[K]string) map[int]string {
 	return out
 }
 
-// appendJSONTime appends t (Unix nanoseconds) as encoding/json writes a
-// UTC time.Time.
-func appendJSONTime(dst []byte, ns int64) []byte {
-	dst = append(dst, '"')
-	dst = time.Unix(0, ns).UTC().AppendFormat(dst, time.RFC3339Nano)
-	return append(dst, '"')
+// appendTime appends a time (Unix nanoseconds) as encoding/json writes a
+// UTC time.Time: RFC 3339 with the nanoseconds' trailing zeros dropped.
+// The spans of a trace mostly share their second, whose text is kept.
+func (w *spanWriter) appendTime(dst []byte, ns int64) []byte {
+	sec, frac := ns/1e9, ns%1e9
+	if frac < 0 {
+		sec, frac = sec-1, frac+1e9
+	}
+	if !w.haveSecond || sec != w.second {
+		w.second, w.haveSecond = sec, true
+		w.secondText = time.Unix(sec, 0).UTC().AppendFormat(w.secondText[:0], `"2006-01-02T15:04:05`)
+	}
+	dst = append(dst, w.secondText...)
+	if frac != 0 {
+		var digits [10]byte
+		digits[0] = '.'
+		for i := 9; i > 0; i-- {
+			digits[i] = byte('0' + frac%10)
+			frac /= 10
+		}
+		n := 10
+		for digits[n-1] == '0' {
+			n--
+		}
+		dst = append(dst, digits[:n]...)
+	}
+	return append(dst, 'Z', '"')
 }
 
 // appendJSONFloat appends f as encoding/json writes a float64; false for

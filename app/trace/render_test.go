@@ -1,10 +1,12 @@
 package trace
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
@@ -280,6 +282,22 @@ func TestAppendJSONStringMatchesEncodingJSON(t *testing.T) {
 	}
 }
 
+func TestAppendTimeMatchesEncodingJSON(t *testing.T) {
+	t.Parallel()
+	w := newSpanWriter(nil)
+	values := []int64{0, 1, -1, 999_999_999, 1e9, -1e9, -1e9 + 1, -1e9 - 1, 1_700_000_000_000_000_000, 1_700_000_000_100_000_000,
+		1_700_000_000_120_000_000, 1_700_000_000_123_456_789, 1_700_000_001_000_000_001, 1_700_000_000_000_000_010, math.MaxInt64, math.MinInt64,
+		math.MinInt64 + 1, 951_782_400_000_000_000 /* 2000-02-29 */}
+	for i := range int64(2000) {
+		values = append(values, 1_700_000_000_999_999_000+i*777_777, -i*1_234_567_891)
+	}
+	for _, ns := range values {
+		want, err := json.Marshal(time.Unix(0, ns).UTC())
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(w.appendTime(nil, ns)), "%d", ns)
+	}
+}
+
 // FuzzSpanWriter holds the writer to the reference for any stored
 // encoding and column values.
 func FuzzSpanWriter(f *testing.F) {
@@ -301,6 +319,75 @@ func FuzzSpanWriter(f *testing.F) {
 		}
 		if err == nil && string(got) != string(want) {
 			t.Fatalf("writer:\n%s\nreference:\n%s", got, want)
+		}
+	})
+}
+
+// agentTraceRows are the stored rows of a trace of n spans shaped as
+// `warden bench otlp` sends them: agent runs, tool calls, model calls.
+func agentTraceRows(tb testing.TB, n int) ([]store.Span, map[int64]*tracepb.ResourceSpans) {
+	tb.Helper()
+	traceID := []byte("0123456789abcdef")
+	now := uint64(1_700_000_000_000_000_000)
+	var spans []*tracepb.Span
+	for i := range n {
+		sp := &tracepb.Span{TraceId: traceID, SpanId: binary.BigEndian.AppendUint64(nil, uint64(i)+1), Name: "span",
+			StartTimeUnixNano: now + uint64(i)*1e5, EndTimeUnixNano: now + uint64(i)*1e5 + uint64(i%97+1)*1e5, Kind: tracepb.Span_SPAN_KIND_INTERNAL}
+		if i > 0 {
+			sp.ParentSpanId = []byte{0, 0, 0, 0, 0, 0, 0, 1}
+		}
+		switch i % 8 {
+		case 0:
+			sp.Name = "invoke_agent support-bot"
+			sp.Attributes = []*commonpb.KeyValue{kv("warden.agent", sv("support-bot")), kv("warden.execution", sv("exec-1")), kv("gen_ai.operation.name", sv("invoke_agent"))}
+		case 1, 3, 5, 7:
+			sp.Name = "execute_tool crm.get"
+			sp.Attributes = []*commonpb.KeyValue{kv("warden.agent", sv("support-bot")), kv("warden.tool", sv("crm.get")), kv("gen_ai.operation.name", sv("execute_tool")),
+				kv("warden.side_effect", sv("external_write")), kv("warden.cost", dv(0.0001)),
+				kv("warden.approval_required", &commonpb.AnyValue{Value: &commonpb.AnyValue_BoolValue{}})}
+			if i%50 == 1 {
+				sp.Status = &tracepb.Status{Code: tracepb.Status_STATUS_CODE_ERROR, Message: "ToolFailed"}
+			}
+		default:
+			sp.Name = "chat gpt-4o"
+			sp.Attributes = []*commonpb.KeyValue{kv("warden.agent", sv("support-bot")), kv("gen_ai.request.model", sv("gpt-4o")), kv("gen_ai.operation.name", sv("chat")),
+				kv("gen_ai.usage.input_tokens", iv(900)), kv("gen_ai.usage.output_tokens", iv(120)), kv("warden.cost", dv(0.0021))}
+		}
+		spans = append(spans, sp)
+	}
+	res := &resourcepb.Resource{Attributes: []*commonpb.KeyValue{kv("service.name", sv("agents")), kv("service.version", sv("1.4.2")), kv("deployment.environment", sv("prod"))}}
+	rss := []*tracepb.ResourceSpans{{Resource: res, ScopeSpans: []*tracepb.ScopeSpans{{Scope: &commonpb.InstrumentationScope{Name: "agent-sdk", Version: "0.9.0"}, Spans: spans}}}}
+	c := convertResourceSpans(rss, Source{Tenant: "t", Namespace: "default"}, Limits{}.WithDefaults())
+	require.Equal(tb, n, len(c.batch.Spans), c.message())
+	resources := map[int64]*tracepb.ResourceSpans{}
+	for _, r := range c.batch.Resources {
+		rs := &tracepb.ResourceSpans{}
+		require.NoError(tb, proto.Unmarshal(r.Data, rs))
+		resources[r.ID] = rs
+	}
+	return c.batch.Spans, resources
+}
+
+// BenchmarkTraceJSON1000 writes the answer of GET /v1/traces/{id} for a
+// 1,000-span agent trace: spanWriter, and the views and json.Marshal it
+// replaced.
+func BenchmarkTraceJSON1000(b *testing.B) {
+	rows, resources := agentTraceRows(b, 1000)
+	b.Run("writer", func(b *testing.B) {
+		var buf []byte
+		for b.Loop() {
+			var err error
+			if buf, err = newSpanWriter(resources).appendTraceJSON(buf[:0], "0123456789abcdef", rows, false); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(len(buf)), "bytes")
+	})
+	b.Run("reference", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := reference(rows, resources, func(vs []SpanView) any { return Trace{TraceID: "0123456789abcdef", Spans: vs} }); err != nil {
+				b.Fatal(err)
+			}
 		}
 	})
 }
