@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -263,6 +264,38 @@ func TestSpanWriterManySpans(t *testing.T) {
 	got, err := w.appendSpanListJSON(nil, "", nil)
 	require.NoError(t, err)
 	require.Equal(t, string(want), string(got))
+}
+
+// TestSpanWriterLargeAnswer writes a 1,000-span answer with the cases
+// spread through it: the same bytes, and a span the reference cannot
+// write fails the answer wherever it is.
+func TestSpanWriterLargeAnswer(t *testing.T) {
+	t.Parallel()
+	rows, resources := agentTraceRows(t, 1000)
+	for i, c := range renderCases() {
+		r := c.span(t, i)
+		r.Resource = rows[0].Resource
+		if _, err := reference([]store.Span{r}, resources, func(vs []SpanView) any { return vs }); err == nil {
+			rows[i*20] = r
+		}
+	}
+	wrap := func(vs []SpanView) any { return Trace{TraceID: "t", Spans: vs} }
+	for _, bad := range []int{-1, 10, 900} {
+		rows := slices.Clone(rows)
+		if bad >= 0 {
+			rows[bad].Cost = math.NaN()
+		}
+		want, wantErr := reference(rows, resources, wrap)
+		got, err := newSpanWriter(resources).appendTraceJSON(nil, "t", rows, false)
+		if bad < 0 {
+			require.NoError(t, wantErr)
+			require.NoError(t, err)
+			require.Equal(t, string(want), string(got))
+			continue
+		}
+		require.Error(t, wantErr)
+		require.Error(t, err, "a bad span at %d", bad)
+	}
 }
 
 func TestAppendJSONStringMatchesEncodingJSON(t *testing.T) {
