@@ -76,7 +76,19 @@ const (
 type attrKV struct {
 	key, val []byte
 	hasVal   bool
+	// raw is the KeyValue's encoding; pair its rendered `"key":value`
+	// when an earlier span of the answer had the same attribute.
+	raw, pair []byte
 }
+
+// renderedPair is a top-level attribute written once in an answer: its
+// key (for sorting) and its `"key":value`.
+type renderedPair struct {
+	key, pair []byte
+}
+
+// maxPairs bounds the attributes an answer keeps rendered.
+const maxPairs = 4096
 
 // spanWriter writes span answers. It keeps scratch space between spans
 // and is used by one request at a time.
@@ -97,10 +109,14 @@ type spanWriter struct {
 	second     int64
 	haveSecond bool
 	secondText []byte
+	// pairs holds the top-level attributes (of spans, events and links)
+	// already written, by encoding: the spans of a trace repeat most of
+	// theirs (its agent, service, operation names).
+	pairs map[string]renderedPair
 }
 
 func newSpanWriter(resources map[int64]*tracepb.ResourceSpans) *spanWriter {
-	return &spanWriter{resources: resources, tails: make(map[int64][]byte, len(resources))}
+	return &spanWriter{resources: resources, tails: make(map[int64][]byte, len(resources)), pairs: map[string]renderedPair{}}
 }
 
 // appendTraceJSON appends the answer of GET /v1/traces/{id}, the JSON of
@@ -414,27 +430,46 @@ func (w *spanWriter) appendLink(dst []byte, b []byte) ([]byte, error) {
 func (w *spanWriter) appendKVs(dst []byte, raw [][]byte, depth int) ([]byte, error) {
 	kvs := w.kvs[depth][:0]
 	for _, b := range raw {
+		if depth == 0 {
+			if p, ok := w.pairs[string(b)]; ok {
+				kvs = append(kvs, attrKV{key: p.key, pair: p.pair})
+				continue
+			}
+		}
 		kv, err := parseKV(b)
 		if err != nil {
 			return dst, err
 		}
+		kv.raw = b
 		kvs = append(kvs, kv)
 	}
 	w.kvs[depth] = kvs
 	sortKVs(kvs)
 	dst = append(dst, '{')
 	for i := range kvs {
+		kv := &kvs[i]
 		if i > 0 {
-			if bytes.Equal(kvs[i-1].key, kvs[i].key) {
+			if bytes.Equal(kvs[i-1].key, kv.key) {
 				return dst, errSlowPath
 			}
 			dst = append(dst, ',')
 		}
-		dst = appendJSONString(dst, kvs[i].key)
+		if kv.pair != nil {
+			dst = append(dst, kv.pair...)
+			continue
+		}
+		start := len(dst)
+		dst = appendJSONString(dst, kv.key)
 		dst = append(dst, ':')
 		var err error
-		if dst, err = w.appendAny(dst, kvs[i].val, depth); err != nil {
+		if dst, err = w.appendAny(dst, kv.val, depth); err != nil {
 			return dst, err
+		}
+		// A top-level attribute renders the same wherever it is.
+		if depth == 0 && len(w.pairs) < maxPairs {
+			b := make([]byte, 0, len(kv.key)+len(dst)-start)
+			b = append(append(b, kv.key...), dst[start:]...)
+			w.pairs[string(kv.raw)] = renderedPair{key: b[:len(kv.key):len(kv.key)], pair: b[len(kv.key):]}
 		}
 	}
 	return append(dst, '}'), nil
