@@ -138,19 +138,14 @@ func (s *Service) handleTraceGet(c *fiber.Ctx, bufs *sync.Pool) error {
 	}
 	ctx := c.UserContext()
 	if c.Query("format") == "otlp" {
-		rows, err := s.st.SpanList(ctx, p.Tenant, store.SpanFilter{Namespaces: nss, TraceIDs: [][16]byte{id}, Status: -1, Ascending: true, Limit: MaxTraceSpans})
-		if err != nil {
-			return err
-		}
-		if len(rows) == 0 {
+		t, err := readTrace(ctx, s.st, p.Tenant, nss, id)
+		if errors.Is(err, ErrTraceNotFound) {
 			return apierr.New(apierr.CodeNotFound, "trace %s not found", c.Params("id"))
 		}
-		rows = dedupe(rows)
-		resources, err := loadResources(ctx, s.st, p.Tenant, rows)
 		if err != nil {
 			return err
 		}
-		b, err := s.otlpTrace(rows, resources)
+		b, err := s.otlpTrace(t.rows, t.resources)
 		if err != nil {
 			return err
 		}
@@ -401,7 +396,7 @@ func (s *Service) handleSpanList(c *fiber.Ctx, bufs *sync.Pool) error {
 	}
 	f.Limit = limit + 1
 	ctx := c.UserContext()
-	rows, err := s.st.SpanList(ctx, p.Tenant, f)
+	rows, raw, err := s.st.SpanListResources(ctx, p.Tenant, f)
 	if err != nil {
 		return err
 	}
@@ -412,7 +407,7 @@ func (s *Service) handleSpanList(c *fiber.Ctx, bufs *sync.Pool) error {
 		cont = encodeCursor(store.SpanCursor{Start: last.Start, SpanID: last.SpanID})
 	}
 	rows = dedupe(rows)
-	resources, err := loadResources(ctx, s.st, p.Tenant, rows)
+	resources, err := decodeResources(raw)
 	if err != nil {
 		return err
 	}

@@ -43,9 +43,11 @@ type storedTrace struct {
 	truncated bool
 }
 
-// readTrace reads the spans of a trace and their resources.
+// readTrace reads the spans of a trace and their resources, in one read
+// transaction.
 func readTrace(ctx context.Context, st store.TraceStore, tenant string, namespaces []string, id [16]byte) (storedTrace, error) {
-	rows, err := st.SpanList(ctx, tenant, store.SpanFilter{Namespaces: namespaces, TraceIDs: [][16]byte{id}, Status: -1, Ascending: true, Limit: MaxTraceSpans + 1})
+	f := store.SpanFilter{Namespaces: namespaces, TraceIDs: [][16]byte{id}, Status: -1, Ascending: true, Limit: MaxTraceSpans + 1}
+	rows, raw, err := st.SpanListResources(ctx, tenant, f)
 	if err != nil {
 		return storedTrace{}, err
 	}
@@ -57,7 +59,7 @@ func readTrace(ctx context.Context, st store.TraceStore, tenant string, namespac
 		rows = rows[:MaxTraceSpans]
 	}
 	out.rows = dedupe(rows)
-	if out.resources, err = loadResources(ctx, st, tenant, out.rows); err != nil {
+	if out.resources, err = decodeResources(raw); err != nil {
 		return storedTrace{}, err
 	}
 	return out, nil
@@ -66,20 +68,8 @@ func readTrace(ctx context.Context, st store.TraceStore, tenant string, namespac
 // TraceIDString is the hex form of a trace id.
 func TraceIDString(id [16]byte) string { return hex.EncodeToString(id[:]) }
 
-// loadResources loads and decodes the resources of rows.
-func loadResources(ctx context.Context, st store.TraceStore, tenant string, rows []store.Span) (map[int64]*tracepb.ResourceSpans, error) {
-	var ids []int64
-	seen := map[int64]bool{}
-	for _, r := range rows {
-		if !seen[r.Resource] {
-			seen[r.Resource] = true
-			ids = append(ids, r.Resource)
-		}
-	}
-	raw, err := st.SpanResourceGet(ctx, tenant, ids)
-	if err != nil {
-		return nil, err
-	}
+// decodeResources decodes stored resources.
+func decodeResources(raw map[int64][]byte) (map[int64]*tracepb.ResourceSpans, error) {
 	out := make(map[int64]*tracepb.ResourceSpans, len(raw))
 	for id, b := range raw {
 		rs := &tracepb.ResourceSpans{}
