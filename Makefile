@@ -84,7 +84,9 @@ bench-gateway: build ## Load-test the tool gateway (SQLite and Postgres): calls/
 
 # bench-router sends a chat completion to a local provider directly and
 # through the model router: added p50 at 500/s, p99 at 2,000/s, calls/s on
-# one core, first streamed chunk (docs/performance.md).
+# one core, first streamed chunk (docs/performance.md). The provider and the
+# router run in a child process pinned to one CPU, the load generator on the
+# other.
 ROUTER_BENCH_DURATION ?= 10s
 bench-router: build ## Load-test the model router on one core: added p50/p99, calls/s, first chunk.
 	./warden bench router --duration $(ROUTER_BENCH_DURATION) --cpus 1

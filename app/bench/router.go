@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,9 +13,13 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/gofiber/fiber/v2"
 
 	"github.com/warden-dev/warden/app/server"
 	"github.com/warden-dev/warden/app/store/backend"
@@ -34,13 +39,19 @@ type RouterOptions struct {
 	StreamRate int
 	// Concurrency is the number of closed-loop callers at saturation.
 	Concurrency int
-	// CPUs is the number of CPUs the process is pinned to (PinCPUs, by
-	// the caller), which the load generator, the provider and the router
-	// share; 0 means every CPU. It is reported only.
+	// CPUs is the number of CPUs the child serving the provider and the
+	// router is pinned to (the first CPUs of the process; the load
+	// generator takes the others); 0 leaves both unpinned.
 	CPUs int
-	// CPUProfile, when set, is where a CPU profile of the router's
-	// saturation phase is written.
+	// CPUProfile, when set, is where the child writes a CPU profile of
+	// the router's saturation phase.
 	CPUProfile string
+	// Trace, when set, is where the child writes an execution trace of
+	// the router's phase at HighRate.
+	Trace string
+	// ChildArgs are the arguments that run this program as the child
+	// (ServeRouterChild); RunRouter adds --cpus and --store.
+	ChildArgs []string
 }
 
 // WithDefaults fills in 500 and 2,000 calls/s, 200 streams/s, 10 s
@@ -67,76 +78,98 @@ func (o RouterOptions) WithDefaults() RouterOptions {
 // providerAnswer is the local provider's chat completion.
 const providerAnswer = `{"id":"chatcmpl-bench","object":"chat.completion","created":1764000000,"model":"bench-model","choices":[{"index":0,"message":{"role":"assistant","content":"The quick brown fox jumps over the lazy dog.","refusal":null},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":24,"completion_tokens":11,"total_tokens":35}}`
 
-// startProvider serves a local OpenAI-compatible provider: a fixed chat
-// completion, or five chunks when the request streams.
-func startProvider() (*http.Server, error) {
+// startProvider serves a local OpenAI-compatible provider on Fiber
+// (fasthttp): a fixed chat completion, or five chunks, each flushed as it
+// is written, when the request streams. It is the same provider for the
+// direct and the routed call; a lean server leaves more of the core they
+// share to the router.
+func startProvider() (addr string, stop func(), err error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, err
+		return "", nil, fmt.Errorf("provider: %w", err)
 	}
-	stream := []byte(`data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1764000000,"model":"bench-model","choices":[{"index":0,"delta":{"role":"assistant","content":"The"},"finish_reason":null}]}` + "\n\n")
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		if strings.Contains(string(body), `"stream":true`) {
-			w.Header().Set("Content-Type", "text/event-stream")
-			fl := w.(http.Flusher)
-			for range 4 {
-				_, _ = w.Write(stream)
-				fl.Flush()
-			}
-			_, _ = io.WriteString(w, `data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1764000000,"model":"bench-model","choices":[],"usage":{"prompt_tokens":24,"completion_tokens":4,"total_tokens":28}}`+"\n\ndata: [DONE]\n\n")
-			return
+	chunk := []byte(`data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1764000000,"model":"bench-model","choices":[{"index":0,"delta":{"role":"assistant","content":"The"},"finish_reason":null}]}` + "\n\n")
+	last := []byte(`data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1764000000,"model":"bench-model","choices":[],"usage":{"prompt_tokens":24,"completion_tokens":4,"total_tokens":28}}` + "\n\ndata: [DONE]\n\n")
+	streams := []byte(`"stream":true`)
+	// Idle connections outlive the load generator's (a minute), so the
+	// server never closes one the client is about to reuse.
+	app := fiber.New(fiber.Config{DisableStartupMessage: true, ReadTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute})
+	app.Post("/v1/chat/completions", func(c *fiber.Ctx) error {
+		if !bytes.Contains(c.Body(), streams) {
+			c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+			return c.SendString(providerAnswer)
 		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, providerAnswer)
-	}), ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	srv.Addr = ln.Addr().String()
-	return srv, nil
+		c.Set(fiber.HeaderContentType, "text/event-stream")
+		c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
+			for range 4 {
+				_, _ = w.Write(chunk)
+				if w.Flush() != nil {
+					return
+				}
+			}
+			_, _ = w.Write(last)
+			_ = w.Flush()
+		})
+		return nil
+	})
+	go func() { _ = app.Listener(ln) }()
+	return ln.Addr().String(), func() { _ = app.Shutdown() }, nil
 }
 
-// RunRouter is `warden bench router`: a non-streamed chat completion sent
-// to a local provider directly and through the model router in the same
-// run (the added p50 at LowRate, the added p99 at HighRate, the
-// throughput at saturation) and the first chunk of a streamed answer, on
-// the CPUs of the process, shared by the load generator, the provider and
-// the router.
-func RunRouter(ctx context.Context, o RouterOptions, w io.Writer) ([]Result, error) {
-	o = o.WithDefaults()
-	prov, err := startProvider()
+// routerHello is what the child serving the router tells the load
+// generator: where the provider and the router listen, and the agent's
+// workload token.
+type routerHello struct {
+	Provider string `json:"provider"`
+	Router   string `json:"router"`
+	Token    string `json:"token"`
+	Procs    int    `json:"procs"`
+}
+
+// ServeRouterChild is the child side of `warden bench router`: on the
+// CPUs its caller pinned it to, it serves the local provider and a
+// private Warden with the model router (store o.Store, default a fresh
+// SQLite file), routes the agent to the provider, sends 500 calls through
+// the router to warm it, says where they listen on out (routerHello as
+// one JSON line) and answers the load generator's commands from in:
+// "cpu" (the process's user and system time, in nanoseconds),
+// "cpuprofile <path>" / "trace <path>" (start a CPU profile or execution
+// trace) and "stop" (end it). It returns when in ends.
+func ServeRouterChild(ctx context.Context, o RouterOptions, in io.Reader, out io.Writer) error {
+	provAddr, stopProvider, err := startProvider()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	defer prov.Close()
+	defer stopProvider()
 	storeURL := o.Store
 	if storeURL == "" {
 		dir, err := os.MkdirTemp("", "warden-bench-router-")
 		if err != nil {
-			return nil, err
+			return fmt.Errorf("store directory: %w", err)
 		}
 		defer func() { _ = os.RemoveAll(dir) }()
 		storeURL = "sqlite://" + filepath.Join(dir, "warden.db")
 	}
 	st, err := backend.Open(ctx, storeURL, backend.Options{})
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("open the store: %w", err)
 	}
 	defer func() { _ = st.Close() }()
 	admin, _, err := server.Bootstrap(ctx, st, nil)
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("bootstrap: %w", err)
 	}
 	if admin == "" {
-		return nil, errors.New("bench: the store already holds a Warden installation; give the benchmark a fresh database of its own")
+		return errors.New("bench: the store already holds a Warden installation; give the benchmark a fresh database of its own")
 	}
 	srv, err := server.New(server.Config{Store: st, Logger: slog.New(slog.DiscardHandler), RouterAddr: "127.0.0.1:0"})
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("server: %w", err)
 	}
 	lns := make([]net.Listener, 3)
 	for i := range lns {
 		if lns[i], err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
-			return nil, err
+			return fmt.Errorf("listen: %w", err)
 		}
 	}
 	sctx, cancel := context.WithCancel(ctx)
@@ -150,30 +183,113 @@ func RunRouter(ctx context.Context, o RouterOptions, w io.Writer) ([]Result, err
 		srv.Router().Close()
 	}()
 	cp, rt := "http://"+lns[0].Addr().String(), "http://"+lns[2].Addr().String()
-	if err := apply(ctx, cp, admin, routerFixture("http://"+prov.Addr+"/v1")); err != nil {
-		return nil, err
+	if err := apply(ctx, cp, admin, routerFixture("http://"+provAddr+"/v1")); err != nil {
+		return err
 	}
 	token, _, err := srv.Issuer().Issue(ctx, workload.IssueParams{Tenant: server.LocalTenant, Namespace: "default",
 		Agent: "bench-agent", Environment: "dev", Audience: workload.AudienceModelRouter})
 	if err != nil {
+		return fmt.Errorf("workload token: %w", err)
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	for range 500 {
+		if err := chatPost(ctx, client, rt+"/v1/chat/completions", token, routerBenchBody); err != nil {
+			return fmt.Errorf("warm-up call through the router: %w", err)
+		}
+	}
+	client.CloseIdleConnections()
+	stop := func() {}
+	defer func() { stop() }()
+	hello := routerHello{Provider: "http://" + provAddr, Router: rt, Token: token, Procs: runtime.GOMAXPROCS(0)}
+	return serveChild(ctx, in, out, hello, func(_ context.Context, command string) (string, error) {
+		verb, arg, _ := strings.Cut(command, " ")
+		switch verb {
+		case "cpu":
+			return strconv.FormatInt(int64(processCPU()), 10), nil
+		case "cpuprofile", "trace":
+			stop()
+			start := startProfile
+			if verb == "trace" {
+				start = startTrace
+			}
+			s, err := start(arg)
+			if err != nil {
+				stop = func() {}
+				return "", err
+			}
+			stop = s
+			return "ok", nil
+		case "stop":
+			stop()
+			stop = func() {}
+			return "ok", nil
+		}
+		return "", fmt.Errorf("unknown command %q", command)
+	})
+}
+
+// The benchmark's chat completions, non-streamed and streamed.
+const (
+	routerBenchBody       = `{"model":"bench-agent","messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"Say a pangram."}],"max_tokens":32,"temperature":0}`
+	routerBenchStreamBody = `{"model":"bench-agent","messages":[{"role":"user","content":"Say a pangram."}],"stream":true}`
+)
+
+// RunRouter is `warden bench router`: a non-streamed chat completion sent
+// to a local provider directly and through the model router in the same
+// run (the added p50 at LowRate, the added p99 at HighRate, the
+// throughput at saturation) and the first chunk of a streamed answer.
+// The provider and the router run in a child process (o.ChildArgs, which
+// runs ServeRouterChild) pinned to the first o.CPUs CPUs; the load
+// generator runs here, pinned to the CPUs left (or beside the child when
+// none are). The CPU per call is the child's: the provider's alone when
+// called directly, the provider's and the router's through the router.
+func RunRouter(ctx context.Context, o RouterOptions, w io.Writer) ([]Result, error) {
+	o = o.WithDefaults()
+	layout := "child unpinned, load generator beside it"
+	if o.CPUs > 0 {
+		restore, left, err := pinOtherCPUs(o.CPUs)
+		if err != nil {
+			return nil, err
+		}
+		defer restore()
+		layout = fmt.Sprintf("child (provider and router) pinned to %d of %d CPUs, load generator on the other %d", o.CPUs, runtimeCPUs(), left)
+		if left == 0 {
+			layout = fmt.Sprintf("child (provider and router) pinned to %d of %d CPUs, load generator unpinned (no CPU left for it)", o.CPUs, runtimeCPUs())
+		}
+		runtime.SetDefaultGOMAXPROCS()
+	}
+	args := append(slices.Clone(o.ChildArgs), "--cpus", strconv.Itoa(o.CPUs), "--store", o.Store)
+	var hello routerHello
+	ch, err := startChild(ctx, args, &hello)
+	if err != nil {
 		return nil, err
+	}
+	defer func() { _ = ch.close() }()
+	childCPU := func() (time.Duration, error) {
+		a, err := ch.ask("cpu")
+		if err != nil {
+			return 0, err
+		}
+		n, err := strconv.ParseInt(a, 10, 64)
+		return time.Duration(n), err
 	}
 	// At most 4,096 connections to each of provider and router: a phase
 	// that falls behind queues its calls in the client (their latency
 	// still counts from their scheduled start) instead of running the
 	// process out of file descriptors.
 	client := &http.Client{Transport: &http.Transport{MaxIdleConns: 8192, MaxIdleConnsPerHost: 4096, MaxConnsPerHost: 4096, IdleConnTimeout: time.Minute}}
-	const body = `{"model":"bench-agent","messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"Say a pangram."}],"max_tokens":32,"temperature":0}`
-	const streamBody = `{"model":"bench-agent","messages":[{"role":"user","content":"Say a pangram."}],"stream":true}`
+	prov, rt, token := hello.Provider, hello.Router, hello.Token
 	direct := func(ctx context.Context) error {
-		return chatPost(ctx, client, "http://"+prov.Addr+"/v1/chat/completions", "", body)
+		return chatPost(ctx, client, prov+"/v1/chat/completions", "", routerBenchBody)
 	}
-	routed := func(ctx context.Context) error { return chatPost(ctx, client, rt+"/v1/chat/completions", token, body) }
+	routed := func(ctx context.Context) error {
+		return chatPost(ctx, client, rt+"/v1/chat/completions", token, routerBenchBody)
+	}
 	var firsts [2][]time.Duration
 	var firstN [2]atomic.Int64
 	streamFirst := func(i int, url, tok string) func(context.Context) error {
 		return func(ctx context.Context) error {
-			d, err := firstChunk(ctx, client, url, tok, streamBody)
+			d, err := firstChunk(ctx, client, url, tok, routerBenchStreamBody)
 			if err == nil {
 				if n := firstN[i].Add(1) - 1; int(n) < len(firsts[i]) {
 					firsts[i][n] = d
@@ -182,28 +298,40 @@ func RunRouter(ctx context.Context, o RouterOptions, w io.Writer) ([]Result, err
 			return err
 		}
 	}
+	// Warm the load generator's connections and the direct path as the
+	// child warmed the router.
 	for range 500 {
-		if err := routed(ctx); err != nil {
-			return nil, fmt.Errorf("warm-up call through the router: %w", err)
+		if err := direct(ctx); err != nil {
+			return nil, fmt.Errorf("warm-up call to the provider: %w", err)
 		}
 	}
 	var out []Result
-	stopProfile := func() {}
+	var gen []time.Duration
 	for _, ph := range []struct {
-		name string
-		fn   func(context.Context) error
-		rate int
+		name    string
+		fn      func(context.Context) error
+		rate    int
+		capture string
 	}{
-		{fmt.Sprintf("direct, %d/s", o.LowRate), direct, o.LowRate},
-		{fmt.Sprintf("router, %d/s", o.LowRate), routed, o.LowRate},
-		{fmt.Sprintf("direct, %d/s", o.HighRate), direct, o.HighRate},
-		{fmt.Sprintf("router, %d/s", o.HighRate), routed, o.HighRate},
-		{"direct, saturation", direct, 0},
-		{"router, saturation", routed, 0},
-		{fmt.Sprintf("direct stream, %d/s", o.StreamRate), streamFirst(0, "http://"+prov.Addr+"/v1/chat/completions", ""), -o.StreamRate},
-		{fmt.Sprintf("router stream, %d/s", o.StreamRate), streamFirst(1, rt+"/v1/chat/completions", token), -o.StreamRate},
+		{fmt.Sprintf("direct, %d/s", o.LowRate), direct, o.LowRate, ""},
+		{fmt.Sprintf("router, %d/s", o.LowRate), routed, o.LowRate, ""},
+		{fmt.Sprintf("direct, %d/s", o.HighRate), direct, o.HighRate, ""},
+		{fmt.Sprintf("router, %d/s", o.HighRate), routed, o.HighRate, "trace " + o.Trace},
+		{"direct, saturation", direct, 0, ""},
+		{"router, saturation", routed, 0, "cpuprofile " + o.CPUProfile},
+		{fmt.Sprintf("direct stream, %d/s", o.StreamRate), streamFirst(0, prov+"/v1/chat/completions", ""), -o.StreamRate, ""},
+		{fmt.Sprintf("router stream, %d/s", o.StreamRate), streamFirst(1, rt+"/v1/chat/completions", token), -o.StreamRate, ""},
 	} {
-		cpu := processCPU()
+		if _, path, _ := strings.Cut(ph.capture, " "); path != "" {
+			if _, err := ch.ask(ph.capture); err != nil {
+				return nil, err
+			}
+		}
+		cpu, err := childCPU()
+		if err != nil {
+			return nil, err
+		}
+		own := processCPU()
 		var r Result
 		switch {
 		case ph.rate > 0:
@@ -218,33 +346,41 @@ func RunRouter(ctx context.Context, o RouterOptions, w io.Writer) ([]Result, err
 			f := summarize(firsts[i][:min(int(firstN[i].Load()), len(firsts[i]))], 0, r.Elapsed)
 			r.P50, r.P99 = f.P50, f.P99
 		default:
-			if strings.HasPrefix(ph.name, "router") {
-				if stopProfile, err = startProfile(o.CPUProfile); err != nil {
-					return nil, err
-				}
-			}
 			r = saturate(ctx, ph.fn, o.Concurrency, o.Duration)
-			stopProfile()
 		}
-		r.CPU = processCPU() - cpu
+		gen = append(gen, processCPU()-own)
+		after, err := childCPU()
+		if err != nil {
+			return nil, err
+		}
+		r.CPU = after - cpu
+		if _, path, _ := strings.Cut(ph.capture, " "); path != "" {
+			if _, err := ch.ask("stop"); err != nil {
+				return nil, err
+			}
+		}
 		r.Name = ph.name
 		out = append(out, r)
 	}
-	scheme, _, _ := strings.Cut(storeURL, "://")
-	cpus := fmt.Sprintf("all %d CPUs", runtimeCPUs())
-	if o.CPUs > 0 {
-		cpus = fmt.Sprintf("pinned to %d of %d CPUs", o.CPUs, runtimeCPUs())
+	scheme, _, _ := strings.Cut(o.Store, "://")
+	if scheme == "" {
+		scheme = "sqlite"
 	}
-	fmt.Fprintf(w, "model router benchmark: store %s, %d-second phases, %s, GOMAXPROCS %d (load generator, provider and router share them)\n",
-		scheme, int(o.Duration.Seconds()), cpus, runtime.GOMAXPROCS(0))
-	fmt.Fprintf(w, "%-24s %10s %10s %10s %10s %10s %8s\n", "phase", "calls", "calls/s", "p50", "p99", "cpu/call", "errors")
-	for _, r := range out {
-		fmt.Fprintf(w, "%-24s %10d %10.0f %10s %10s %10s %8d\n", r.Name, r.Calls, r.PerSecond(), ms(r.P50), ms(r.P99), us(r.CPUPerCall()), r.Errors)
+	fmt.Fprintf(w, "model router benchmark: store %s, %d-second phases, %s; child GOMAXPROCS %d, load generator GOMAXPROCS %d\n",
+		scheme, int(o.Duration.Seconds()), layout, hello.Procs, runtime.GOMAXPROCS(0))
+	fmt.Fprintf(w, "%-24s %10s %10s %10s %10s %10s %10s %8s\n", "phase", "calls", "calls/s", "p50", "p99", "cpu/call", "gen/call", "errors")
+	for i, r := range out {
+		g := time.Duration(0)
+		if r.Calls > 0 {
+			g = gen[i] / time.Duration(r.Calls)
+		}
+		fmt.Fprintf(w, "%-24s %10d %10.0f %10s %10s %10s %10s %8d\n", r.Name, r.Calls, r.PerSecond(), ms(r.P50), ms(r.P99), us(r.CPUPerCall()), us(g), r.Errors)
 	}
+	fmt.Fprintf(w, "cpu/call: the child's (provider; and router, with its recorder and store, through the router); gen/call: the load generator's\n")
 	fmt.Fprintf(w, "added p50 at %d/s: %s; added p99 at %d/s: %s; through the router at saturation: %.0f calls/s; first chunk added p50: %s (p99 %s)\n",
 		o.LowRate, us(out[1].P50-out[0].P50), o.HighRate, us(out[3].P99-out[2].P99), out[5].PerSecond(), us(out[7].P50-out[6].P50), us(out[7].P99-out[6].P99))
-	fmt.Fprintf(w, "router CPU per call at saturation: %s (router, its recorder and store; the provider's and client's share subtracted)\n",
-		us(out[5].CPUPerCall()-out[4].CPUPerCall()))
+	fmt.Fprintf(w, "router CPU per call: %s at saturation, %s at %d/s, %s at %d/s (the child's CPU per call through the router less the direct call's)\n",
+		us(out[5].CPUPerCall()-out[4].CPUPerCall()), us(out[1].CPUPerCall()-out[0].CPUPerCall()), o.LowRate, us(out[3].CPUPerCall()-out[2].CPUPerCall()), o.HighRate)
 	return out, nil
 }
 

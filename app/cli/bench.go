@@ -181,6 +181,7 @@ over everything ingested. The runtime is tuned as for up.`,
 
 func newBenchRouterCmd(a *app) *cobra.Command {
 	var o bench.RouterOptions
+	var child bool
 	cmd := &cobra.Command{
 		Use:   "router",
 		Short: "Send chat completions to a local provider directly and through the model router; print the added latency and calls/s",
@@ -191,14 +192,28 @@ decided by policy, priced and recorded). It then sends the same non-streamed
 chat completion directly and through the router in the same run: at --low-rate
 calls per second (added p50), at --high-rate (added p99), at saturation with
 --concurrency closed-loop callers (calls/s), and a streamed answer at
---stream-rate (added time to the first chunk). --cpus pins the process to
-that many CPUs (0: all), which the load generator, provider and router share,
-and then, like up, it tunes the Go runtime for them unless GOGC, GOMAXPROCS or
-WARDEN_GC_HEAP_FLOOR say otherwise: the collector's target and heap floor,
-and on the embedded store one processor more than the CPUs it has
-(docs/operations.md).`,
+--stream-rate (added time to the first chunk). The provider and the router
+run in a child process pinned to the first --cpus CPUs (0: unpinned), sized
+as up sizes itself in a container of that many CPUs unless GOGC, GOMAXPROCS
+or WARDEN_GC_HEAP_FLOOR say otherwise (the collector's target and heap floor,
+and on the embedded store one processor more than its CPUs;
+docs/operations.md); the load generator runs in this process on the CPUs
+left. The CPU per call is the child's.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !child {
+				// The load generator collects as rarely as the server
+				// does, so that its collector delays the calls it times
+				// less (RunRouter then sizes GOMAXPROCS for its CPUs).
+				tuned, err := tuneRuntime(a.env.LookupEnv, false)
+				if err != nil {
+					return err
+				}
+				defer tuned.stop()
+				o.ChildArgs = []string{"bench", "router", "--serve-child"}
+				_, err = bench.RunRouter(cmd.Context(), o, a.env.Stdout)
+				return err
+			}
 			if o.CPUs > 0 {
 				restore, err := bench.PinCPUs(o.CPUs)
 				if err != nil {
@@ -211,9 +226,7 @@ and on the embedded store one processor more than the CPUs it has
 				return err
 			}
 			defer tuned.stop()
-			fmt.Fprintf(a.env.Stdout, "runtime: %s\n", tuned)
-			_, err = bench.RunRouter(cmd.Context(), o, a.env.Stdout)
-			return err
+			return bench.ServeRouterChild(cmd.Context(), o, a.env.Stdin, a.env.Stdout)
 		},
 	}
 	f := cmd.Flags()
@@ -223,7 +236,10 @@ and on the embedded store one processor more than the CPUs it has
 	f.IntVar(&o.HighRate, "high-rate", 2000, "calls per second of the phases that give the added p99")
 	f.IntVar(&o.StreamRate, "stream-rate", 200, "streams per second of the first-chunk phases")
 	f.IntVar(&o.Concurrency, "concurrency", 32, "closed-loop callers of the saturation phases")
-	f.IntVar(&o.CPUs, "cpus", 1, "pin the process (load generator, provider and router) to this many CPUs; 0: all")
+	f.IntVar(&o.CPUs, "cpus", 1, "pin the provider and router to this many CPUs, the load generator to the others; 0: unpinned")
 	f.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the router's saturation phase to this file (go tool pprof)")
+	f.StringVar(&o.Trace, "trace", "", "write an execution trace of the router's --high-rate phase to this file (go tool trace)")
+	f.BoolVar(&child, "serve-child", false, "serve the provider and router for the load generator (internal)")
+	_ = f.MarkHidden("serve-child")
 	return cmd
 }

@@ -177,29 +177,25 @@ func (r *recorder) write(batch []*record) {
 		recs := byTenant[tenant]
 		var published []events.Event
 		err := r.st.Update(ctx, tenant, func(ctx context.Context, tx store.Tx) error {
-			published = published[:0]
 			ds := make([]store.RouteDecision, 0, len(recs))
+			var evs []events.Event
+			var charges []store.UsageCharge
 			for _, rec := range recs {
 				ds = append(ds, rec.decision)
+				evs = append(evs, rec.events...)
+				charges = append(charges, rec.charges...)
 			}
 			if err := tx.RouteDecisionInsert(ctx, ds); err != nil {
 				return err
 			}
-			for _, rec := range recs {
-				if len(rec.charges) > 0 {
-					if _, _, err := tx.UsageCharge(ctx, rec.charges); err != nil {
-						return err
-					}
-				}
-				for _, ev := range rec.events {
-					stored, err := tx.EventInsert(ctx, ev)
-					if err != nil {
-						return err
-					}
-					published = append(published, stored)
+			if len(charges) > 0 {
+				if _, _, err := tx.UsageCharge(ctx, mergeCharges(charges)); err != nil {
+					return err
 				}
 			}
-			return nil
+			var err error
+			published, err = tx.RouteEventsInsert(ctx, evs)
+			return err
 		})
 		if err != nil {
 			r.log.Error("model router: write records", "tenant", tenant, "records", len(recs), "err", err)
@@ -209,4 +205,32 @@ func (r *recorder) write(batch []*record) {
 			r.bus.Publish(ev)
 		}
 	}
+}
+
+// mergeCharges sums the charges of a batch per counter (key and window),
+// in the order each counter first appears. A call's charges carry no
+// caps (the budget was checked before the call), so one charge of the
+// sum is the same as the charges one after another.
+func mergeCharges(cs []store.UsageCharge) []store.UsageCharge {
+	type counter struct {
+		key   string
+		start int64
+	}
+	at := make(map[counter]int, len(cs))
+	out := make([]store.UsageCharge, 0, len(cs))
+	for _, c := range cs {
+		if c.MaxCalls != 0 || c.MaxCost != 0 {
+			out = append(out, c)
+			continue
+		}
+		k := counter{c.Key, c.WindowStart.UnixMicro()}
+		if i, ok := at[k]; ok {
+			out[i].Calls += c.Calls
+			out[i].Cost += c.Cost
+			continue
+		}
+		at[k] = len(out)
+		out = append(out, c)
+	}
+	return out
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/warden-dev/warden/app/events"
 )
 
 // RouterTx records the model router's routing decisions inside a tenant
@@ -15,6 +17,11 @@ type RouterTx interface {
 	// Namespace, Route and Data are required; ID and Time are kept as
 	// given (the router assigns both when it decides).
 	RouteDecisionInsert(ctx context.Context, decisions []RouteDecision) error
+	// RouteEventsInsert appends events, in order, as EventInsert would one
+	// at a time, and returns them as stored (sequence, tenant and time
+	// set). The router's recorder writes the events of a batch of calls
+	// with it, in as few statements as the driver can manage.
+	RouteEventsInsert(ctx context.Context, evs []events.Event) ([]events.Event, error)
 	// RouteDecisionSweep deletes up to limit decisions made before
 	// before, oldest first, and returns how many it deleted (fewer than
 	// limit: no more are left).

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/warden-dev/warden/app/events"
 	"github.com/warden-dev/warden/app/store"
 )
 
@@ -20,6 +21,20 @@ func (t *writeTx) RouteDecisionInsert(ctx context.Context, ds []store.RouteDecis
 		}
 	}
 	return nil
+}
+
+// RouteEventsInsert appends events in order; EventInsert already writes a
+// transaction's events in one statement when it commits.
+func (t *writeTx) RouteEventsInsert(ctx context.Context, evs []events.Event) ([]events.Event, error) {
+	out := make([]events.Event, 0, len(evs))
+	for _, ev := range evs {
+		stored, err := t.EventInsert(ctx, ev)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, stored)
+	}
+	return out, nil
 }
 
 // RouteDecisionList returns the decisions of one execution and route.

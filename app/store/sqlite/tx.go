@@ -30,10 +30,10 @@ const (
 
 // preparedQueries lists the statements Open prepares on the writer.
 func preparedQueries() []string {
-	return []string{qGetObject, qInsertChange, qInsertResource, qUpdateResource, qDeleteResource, qInsertEvent, qInsertAudit,
+	return append([]string{qGetObject, qInsertChange, qInsertResource, qUpdateResource, qDeleteResource, qInsertEvent, qInsertAudit,
 		qEnsureState, qGetState, qSaveState,
 		qIdempotencyClaim, qIdempotencyHolder, qIdempotencyRelease, qUsageCharge, qUsageTakeBack, qUsageGet, qUpdateResourceAt,
-		qInsertRouteDecision, qBlockInsertFull, qKeyInsertFull}
+		qInsertRouteDecision, qBlockInsertFull, qKeyInsertFull}, routerQueries()...)
 }
 
 // querier is what *sql.Tx and stmtQuerier offer.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/warden-dev/warden/app/events"
 	"github.com/warden-dev/warden/app/store"
 )
 
@@ -110,4 +111,57 @@ func testRouteDecisionSweep(t *testing.T, s store.Store) {
 	}
 	require.Equal(t, []string{"d3", "d4"}, ids(tenant))
 	require.Len(t, ids(other), 5, "another tenant's decisions stay")
+}
+
+// testRouteEventsInsert checks that a batch of events, larger than one
+// statement of the SQLite driver holds, reads back in order with
+// consecutive sequences after an event inserted alone, and that more than
+// a hundred decisions in one call all read back.
+func testRouteEventsInsert(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	tenant := NewTenant()
+	at := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	var stored []events.Event
+	require.NoError(t, s.Update(ctx, tenant, func(ctx context.Context, tx store.Tx) error {
+		if _, err := tx.EventInsert(ctx, events.Event{Type: events.ModelCallStarted, Namespace: "default", Subject: "first", Time: at}); err != nil {
+			return err
+		}
+		var evs []events.Event
+		var ds []store.RouteDecision
+		for i := range 150 {
+			evs = append(evs, events.Event{Type: events.ModelCallCompleted, Namespace: "default", Subject: fmt.Sprintf("call-%d", i),
+				Time: at, Data: map[string]any{"n": i}})
+			ds = append(ds, store.RouteDecision{ID: fmt.Sprintf("d%03d", i), Namespace: "default", Execution: "e1", Route: "support",
+				Time: at, Data: json.RawMessage(`{"n":` + fmt.Sprint(i) + `}`)})
+		}
+		var err error
+		if stored, err = tx.RouteEventsInsert(ctx, evs); err != nil {
+			return err
+		}
+		return tx.RouteDecisionInsert(ctx, ds)
+	}))
+	require.Len(t, stored, 150)
+	require.EqualValues(t, 2, stored[0].Seq, "after the event inserted alone")
+	require.EqualValues(t, 151, stored[149].Seq)
+	var got []events.Event
+	require.NoError(t, s.View(ctx, tenant, func(ctx context.Context, r store.Reader) error {
+		var err error
+		got, err = r.EventList(ctx, 0, 1000)
+		return err
+	}))
+	require.Len(t, got, 151)
+	for i, ev := range got {
+		require.EqualValues(t, i+1, ev.Seq)
+	}
+	require.Equal(t, "call-149", got[150].Subject)
+	require.EqualValues(t, 149, got[150].Data["n"])
+	require.True(t, at.Equal(got[150].Time))
+	require.NoError(t, s.View(ctx, tenant, func(ctx context.Context, r store.Reader) error {
+		ds, err := r.RouteDecisionList(ctx, store.RouteDecisionListParams{Namespace: "default", Execution: "e1", Route: "support", Limit: 500})
+		require.NoError(t, err)
+		require.Len(t, ds, 150)
+		require.Equal(t, "d149", ds[149].ID)
+		require.JSONEq(t, `{"n":149}`, string(ds[149].Data))
+		return nil
+	}))
 }

@@ -71,6 +71,7 @@ func Run(t *testing.T, open OpenFunc) {
 		{"UsageCharge", testUsageCharge},
 		{"RouteDecisions", testRouteDecisions},
 		{"RouteDecisionSweep", testRouteDecisionSweep},
+		{"RouteEventsInsert", testRouteEventsInsert},
 		{"UsageConcurrent", testUsageConcurrent},
 		{"GatewayIsolation", testGatewayIsolation},
 		{"ListenConfig", testListenConfig},
