@@ -497,10 +497,18 @@ func ListBlockSpans(c *SpanCodec, f SpanFilter, page BlockPage) ([]Span, error) 
 			if err != nil {
 				return nil, fmt.Errorf("block %d: %w", b.ID, err)
 			}
+			// Kept in place: the spans of a trace's first block are the
+			// answer's without a copy.
+			kept := spans[:0]
 			for i := range spans {
 				if f.Match(&spans[i]) {
-					out = append(out, spans[i])
+					kept = append(kept, spans[i])
 				}
+			}
+			if out == nil {
+				out = kept
+			} else {
+				out = append(out, kept...)
 			}
 		}
 		if len(blocks) < blockPageSize {

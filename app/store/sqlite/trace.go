@@ -198,12 +198,39 @@ func (s *Store) SpanList(ctx context.Context, tenant string, f store.SpanFilter)
 	if err := store.CheckTenant(tenant); err != nil {
 		return nil, err
 	}
-	rows, err := s.spanRows(ctx, tenant, f)
+	return s.spanList(ctx, s.reader, tenant, f)
+}
+
+// SpanListResources returns the spans matching f and their resources in
+// one read transaction.
+func (s *Store) SpanListResources(ctx context.Context, tenant string, f store.SpanFilter) ([]store.Span, map[int64][]byte, error) {
+	if err := store.CheckTenant(tenant); err != nil {
+		return nil, nil, err
+	}
+	tx, err := s.reader.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("sqlite: begin span read: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	spans, err := s.spanList(ctx, tx, tenant, f)
+	if err != nil {
+		return nil, nil, err
+	}
+	res, err := spanResources(ctx, tx, tenant, store.SpanResourceIDs(spans))
+	if err != nil {
+		return nil, nil, err
+	}
+	return spans, res, nil
+}
+
+// spanList reads the spans matching f through q.
+func (s *Store) spanList(ctx context.Context, q querier, tenant string, f store.SpanFilter) ([]store.Span, error) {
+	rows, err := spanRows(ctx, q, tenant, f)
 	if err != nil {
 		return nil, err
 	}
 	blocks, err := store.ListBlockSpans(s.spans, f, func(cur *store.BlockCursor, n int) ([]store.StoredBlock, error) {
-		return s.blockPage(ctx, tenant, f, cur, n)
+		return blockPage(ctx, q, tenant, f, cur, n)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list spans: %w", err)
@@ -212,9 +239,9 @@ func (s *Store) SpanList(ctx context.Context, tenant string, f store.SpanFilter)
 }
 
 // blockPage reads one page of blocks (store.BlockPage).
-func (s *Store) blockPage(ctx context.Context, tenant string, f store.SpanFilter, cur *store.BlockCursor, n int) ([]store.StoredBlock, error) {
+func blockPage(ctx context.Context, db querier, tenant string, f store.SpanFilter, cur *store.BlockCursor, n int) ([]store.StoredBlock, error) {
 	q, args := traceSQL.SpanBlockList(tenant, f, cur, n)
-	rows, err := s.reader.QueryContext(ctx, q, args...)
+	rows, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list span blocks: %w", err)
 	}
@@ -227,9 +254,9 @@ func (s *Store) blockPage(ctx context.Context, tenant string, f store.SpanFilter
 }
 
 // spanRows returns the spans matching f of the per-span table.
-func (s *Store) spanRows(ctx context.Context, tenant string, f store.SpanFilter) ([]store.Span, error) {
+func spanRows(ctx context.Context, db querier, tenant string, f store.SpanFilter) ([]store.Span, error) {
 	q, args := traceSQL.SpanList(tenant, f)
-	rows, err := s.reader.QueryContext(ctx, q, args...)
+	rows, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list spans: %w", err)
 	}
@@ -263,6 +290,11 @@ func (s *Store) SpanResourceGet(ctx context.Context, tenant string, ids []int64)
 	if err := store.CheckTenant(tenant); err != nil {
 		return nil, err
 	}
+	return spanResources(ctx, s.reader, tenant, ids)
+}
+
+// spanResources reads the resources with the given ids through db.
+func spanResources(ctx context.Context, db querier, tenant string, ids []int64) (map[int64][]byte, error) {
 	out := map[int64][]byte{}
 	if len(ids) == 0 {
 		return out, nil
@@ -271,7 +303,7 @@ func (s *Store) SpanResourceGet(ctx context.Context, tenant string, ids []int64)
 	for _, id := range ids {
 		args = append(args, id)
 	}
-	rows, err := s.reader.QueryContext(ctx, `SELECT id, data FROM span_resources WHERE tenant_id = ? AND id IN (?`+
+	rows, err := db.QueryContext(ctx, `SELECT id, data FROM span_resources WHERE tenant_id = ? AND id IN (?`+
 		strings.Repeat(", ?", len(ids)-1)+`)`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: get span resources: %w", err)
@@ -285,7 +317,10 @@ func (s *Store) SpanResourceGet(ctx context.Context, tenant string, ids []int64)
 		}
 		out[id] = data
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: get span resources: %w", err)
+	}
+	return out, nil
 }
 
 // TraceSummaryList summarizes the given traces.
