@@ -190,7 +190,8 @@ func browserFlow(t *testing.T, storeURL, decision, verdict, phase string, runs i
 			return err
 		}),
 		chromedp.Navigate(e.cpURL+"/"),
-		chromedp.WaitVisible(css(`#inbox`)),
+		// The live stream replaces the inbox once connected: read it after that.
+		chromedp.WaitVisible(chromedp.Search(`//div[@id="inbox-live" and @data-updated]`)),
 	), "inbox")
 	inbox, err := chromedp.Run(ctx, chromedp.Text(css(`#inbox`)))
 	require.NoError(t, err)

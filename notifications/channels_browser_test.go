@@ -223,7 +223,9 @@ func TestBrowserDecideThroughIntegrations(t *testing.T) {
 				record := p.decision + " via " + p.channel + ": " + rationale
 				require.Equal(t, []string{record}, e.decisionRecords(ap))
 
-				require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(e.cpURL+"/"), chromedp.WaitVisible(css(`#inbox`))), "inbox")
+				// The live stream replaces the inbox once connected: read it after that.
+				require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(e.cpURL+"/"),
+					chromedp.WaitVisible(chromedp.Search(`//div[@id="inbox-live" and @data-updated]`))), "inbox")
 				inbox, err := chromedp.Run(ctx, chromedp.Text(css(`#inbox`)))
 				require.NoError(t, err)
 				require.Contains(t, inbox, "0 pending approvals")
