@@ -102,6 +102,8 @@ bench-otlp: build ## Load-test the trace service (SQLite and Postgres): spans/s,
 	psql "$$TEST_DATABASE_URL" -qc "CREATE DATABASE $$db" && \
 	trap 'psql "$$TEST_DATABASE_URL" -qc "DROP DATABASE IF EXISTS $$db WITH (FORCE)"' EXIT && \
 	./warden bench otlp --duration $(OTLP_BENCH_DURATION) --senders $(OTLP_BENCH_SENDERS) \
+		--store "$$(echo "$$TEST_DATABASE_URL" | sed -E "s#/[^/?]+(\?|$$)#/$$db\1#")"
+
 # bench-mcp calls a read-only MCP echo tool directly and through the MCP
 # gateway's per-agent endpoint, on SQLite and on Postgres.
 MCP_BENCH_RATE     ?= 500

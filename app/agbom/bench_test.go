@@ -44,8 +44,9 @@ func BenchmarkAgBOM50Tools(b *testing.B) {
 	ctx := context.Background()
 	bom, err := Build(ctx, r, m, testInfo)
 	require.NoError(b, err)
-	// agent, framework, 2 models, 50 tools, 1 MCP server, memory, 2 policies
-	require.Equal(b, 58, len(bom.Components))
+	// agent, framework, 3 models (one embeds), 50 tools, 1 MCP server,
+	// memory, 2 policies, a RAG index and its 3 knowledge sources
+	require.Equal(b, 63, len(bom.Components))
 	b.Run("build", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {

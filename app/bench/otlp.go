@@ -247,6 +247,13 @@ func RunOTLP(ctx context.Context, o OTLPOptions, w io.Writer) (OTLPResult, error
 		}
 		defer stopProfile()
 	}
+	// The exports are prepared before the clock starts (otlpload.go).
+	templates := make([]*exportTemplate, exportTemplates)
+	for i := range templates {
+		if templates[i], err = newExportTemplate(o.Batch, uint64(i)); err != nil {
+			return res, err
+		}
+	}
 	var spans, refused atomic.Int64
 	var seq atomic.Uint64
 	var firstErr error
@@ -258,9 +265,16 @@ func RunOTLP(ctx context.Context, o OTLPOptions, w io.Writer) (OTLPResult, error
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for time.Now().Before(deadline) {
-				req := benchRequest(o.Batch, seq.Add(1))
-				_, err := client.Export(actx, req)
+			var buf []byte
+			var resp collectortrace.ExportTraceServiceResponse
+			for now := time.Now(); now.Before(deadline); now = time.Now() {
+				n := seq.Add(1)
+				buf = templates[n%exportTemplates].fill(buf, n, now)
+				resp.Reset()
+				err := conn.Invoke(actx, collectortrace.TraceService_Export_FullMethodName, buf, &resp, grpc.ForceCodecV2(sendCodec{}))
+				if err == nil && resp.GetPartialSuccess().GetRejectedSpans() > 0 {
+					err = fmt.Errorf("spans rejected: %s", resp.GetPartialSuccess().GetErrorMessage())
+				}
 				if err != nil {
 					if isExhausted(err) {
 						refused.Add(1)

@@ -222,6 +222,9 @@ type TraceStore interface {
 	SpanList(ctx context.Context, tenant string, f SpanFilter) ([]Span, error)
 	// SpanResourceGet returns the resources with the given ids.
 	SpanResourceGet(ctx context.Context, tenant string, ids []int64) (map[int64][]byte, error)
+	// SpanListResources is SpanList and SpanResourceGet of the spans'
+	// resources in one read transaction: what a trace read needs.
+	SpanListResources(ctx context.Context, tenant string, f SpanFilter) ([]Span, map[int64][]byte, error)
 	// TraceSummaryList summarizes the given traces (those of namespaces,
 	// nil for all), in no particular order.
 	TraceSummaryList(ctx context.Context, tenant string, namespaces []string, ids [][16]byte) ([]TraceSummary, error)
@@ -241,3 +244,17 @@ type TraceStore interface {
 // RollupDimensions are the dimensions of SpanRollup a query may group or
 // filter by.
 var RollupDimensions = []string{"namespace", "agent", "tool", "model"}
+
+// SpanResourceIDs returns the distinct resource ids of spans, in the
+// order they first appear.
+func SpanResourceIDs(spans []Span) []int64 {
+	var ids []int64
+	seen := map[int64]bool{}
+	for i := range spans {
+		if r := spans[i].Resource; !seen[r] {
+			seen[r] = true
+			ids = append(ids, r)
+		}
+	}
+	return ids
+}

@@ -21,11 +21,22 @@ import (
 // benchHarness is a harness on SQLite with a sender key.
 func benchHarness(b *testing.B) (*harness, string, string) {
 	b.Helper()
-	st := openSQLite(b)
+	return benchHarnessOn(b, openSQLite(b))
+}
+
+// benchHarnessOn is a harness on st with a sender key.
+func benchHarnessOn(b *testing.B, st store.Store) (*harness, string, string) {
+	b.Helper()
 	h := newHarness(b, st, nil)
 	tenant := newTenant()
 	return h, tenant, apiKey(b, st, tenant, "k", "*", "admin", "")
 }
+
+// benchStores are the stores the read benchmarks run on.
+var benchStores = []struct {
+	name string
+	open func(testing.TB) store.Store
+}{{"sqlite", openSQLite}, {"postgres", openPostgres}}
 
 // BenchmarkIngestGRPC exports 512-span requests over OTLP/gRPC, each
 // acknowledged once committed, from 4 concurrent senders; spans/s is the
@@ -59,9 +70,16 @@ func BenchmarkIngestGRPC(b *testing.B) {
 	b.ReportMetric(float64(b.N*512)/time.Since(start).Seconds(), "spans/s")
 }
 
-// BenchmarkTraceGet1000 reads a 1,000-span trace through the query API.
+// BenchmarkTraceGet1000 reads a 1,000-span trace through the query API,
+// on each store.
 func BenchmarkTraceGet1000(b *testing.B) {
-	h, tenant, key := benchHarness(b)
+	for _, s := range benchStores {
+		b.Run(s.name, func(b *testing.B) { benchTraceGet1000(b, s.open(b)) })
+	}
+}
+
+func benchTraceGet1000(b *testing.B, st store.Store) {
+	h, tenant, key := benchHarnessOn(b, st)
 	id := newID()
 	var spans []*tracepb.Span
 	for i := range 1000 {
@@ -85,9 +103,16 @@ func BenchmarkTraceGet1000(b *testing.B) {
 }
 
 // BenchmarkToolcallsTop runs the four metrics queries of toolcalls top
-// over a day of rollups holding 1,000,000 calls of 10 agents and 50 tools.
+// over a day of rollups holding 1,000,000 calls of 10 agents and 50 tools,
+// on each store.
 func BenchmarkToolcallsTop(b *testing.B) {
-	h, tenant, key := benchHarness(b)
+	for _, s := range benchStores {
+		b.Run(s.name, func(b *testing.B) { benchToolcallsTop(b, s.open(b)) })
+	}
+}
+
+func benchToolcallsTop(b *testing.B, st store.Store) {
+	h, tenant, key := benchHarnessOn(b, st)
 	now := time.Now()
 	// The minute rows and the hour rows the ingest would write.
 	var batch store.SpanBatch

@@ -145,7 +145,7 @@ func convertResourceSpans(rss []*tracepb.ResourceSpans, src Source, lim Limits) 
 			}
 		}
 	}
-	out.batch.Rollups = rollups.list()
+	out.batch.Rollups = rollups.rows()
 	return out
 }
 
@@ -450,13 +450,20 @@ func (s *rollupSet) merge(rs []store.SpanRollup) {
 	}
 }
 
-// list returns the rows in key order, so that concurrent writers of one
-// tenant lock rows in the same order.
-func (s *rollupSet) list() []store.SpanRollup {
+// rows returns the rows in no particular order: a batch's, which the
+// writer adds to its own set.
+func (s *rollupSet) rows() []store.SpanRollup {
 	out := make([]store.SpanRollup, 0, len(s.m))
 	for _, r := range s.m {
 		out = append(out, *r)
 	}
+	return out
+}
+
+// list returns the rows in key order, so that concurrent writers of one
+// tenant lock rows in the same order.
+func (s *rollupSet) list() []store.SpanRollup {
+	out := s.rows()
 	slices.SortFunc(out, func(a, b store.SpanRollup) int {
 		return cmp.Or(cmp.Compare(a.Width, b.Width), cmp.Compare(a.Minute, b.Minute), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Agent, b.Agent),
 			cmp.Compare(a.Tool, b.Tool), cmp.Compare(a.Model, b.Model))

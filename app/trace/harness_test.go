@@ -37,7 +37,7 @@ func openSQLite(t testing.TB) store.Store {
 	return s
 }
 
-func openPostgres(t *testing.T) store.Store {
+func openPostgres(t testing.TB) store.Store {
 	t.Helper()
 	s, err := postgres.Open(context.Background(), pgtest.NewDatabase(t), postgres.Options{MaxConns: 8})
 	require.NoError(t, err)
@@ -45,7 +45,7 @@ func openPostgres(t *testing.T) store.Store {
 	return s
 }
 
-var backends = []backend{{"sqlite", func(t *testing.T) store.Store { return openSQLite(t) }}, {"postgres", openPostgres}}
+var backends = []backend{{"sqlite", func(t *testing.T) store.Store { return openSQLite(t) }}, {"postgres", func(t *testing.T) store.Store { return openPostgres(t) }}}
 
 // harness is a trace service serving on loopback listeners.
 type harness struct {

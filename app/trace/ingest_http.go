@@ -107,18 +107,21 @@ func (s *Service) handleOTLPHTTP(w http.ResponseWriter, r *http.Request) {
 		writeHTTPError(w, ct, err)
 		return
 	}
-	req := &collectortrace.ExportTraceServiceRequest{}
-	if ct == contentJSON {
-		req, err = decodeOTLPJSON(body)
-	} else if err = proto.Unmarshal(body, req); err != nil {
-		err = fmt.Errorf("the body is not an OTLP ExportTraceServiceRequest in protobuf: %w", err)
+	decode := func(src Source) (*converted, error) {
+		if ct == contentJSON {
+			req, err := decodeOTLPJSON(body)
+			if err != nil {
+				return nil, err
+			}
+			return convert(req, src, s.cfg.Limits), nil
+		}
+		c, err := convertProto(body, src, s.cfg.Limits)
+		if err != nil {
+			return nil, fmt.Errorf("the body is not an OTLP ExportTraceServiceRequest in protobuf: %w", err)
+		}
+		return c, nil
 	}
-	if err != nil {
-		s.metrics.request("http", apierr.CodeInvalidRequest, 0, 0, "")
-		writeHTTPError(w, ct, apierr.New(apierr.CodeInvalidRequest, "%s; nothing was stored", err))
-		return
-	}
-	res, err := s.export(r.Context(), "http", p, r.Header.Get(NamespaceHeader), req)
+	res, err := s.export(r.Context(), "http", p, r.Header.Get(NamespaceHeader), decode)
 	if err != nil {
 		if e, ok := apierr.As(err); ok && e.Code == apierr.CodeRateLimited {
 			w.Header().Set("Retry-After", strconv.Itoa(int(s.cfg.RetryAfter.Round(time.Second).Seconds())))

@@ -362,8 +362,8 @@ func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 
 func (rawCodec) Name() string { return "proto" }
 
-// TestGRPCTruncated sends a truncated protobuf over gRPC: refused by
-// grpc-go's decoder (INTERNAL), nothing stored, the server still serves.
+// TestGRPCTruncated sends a truncated protobuf over gRPC: refused as
+// INVALID_ARGUMENT, nothing stored, the server still serves.
 func TestGRPCTruncated(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, openSQLite(t), nil)
@@ -376,8 +376,9 @@ func TestGRPCTruncated(t *testing.T) {
 	good := marshal(t, request(otlpSpan(newID(), "a"), otlpSpan(newID(), "b")))
 	var out collectortrace.ExportTraceServiceResponse
 	err = conn.Invoke(ctx, "/opentelemetry.proto.collector.trace.v1.TraceService/Export", good[:len(good)-5], &out, grpc.ForceCodecV2(rawCodec{}))
-	require.Equal(t, codes.Internal, grpcstatus.Code(err), "%v", err)
-	require.Contains(t, err.Error(), "unmarshal")
+	require.Equal(t, codes.InvalidArgument, grpcstatus.Code(err), "%v", err)
+	require.Contains(t, err.Error(), "not an OTLP ExportTraceServiceRequest")
+	require.Contains(t, err.Error(), "nothing was stored")
 	require.Zero(t, spanCount(t, h.st, tenant))
 	require.NoError(t, conn.Invoke(ctx, "/opentelemetry.proto.collector.trace.v1.TraceService/Export", good, &out, grpc.ForceCodecV2(rawCodec{})))
 	require.Equal(t, 2, spanCount(t, h.st, tenant))

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -47,9 +48,11 @@ func (s *Service) App() *fiber.App {
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.SendString("ok") })
 	app.Get("/metrics", s.handlePrometheus)
 	v1 := app.Group("/v1", listener.APIHeaders, s.authenticate)
-	v1.Get("/traces/:id", s.handleTraceGet)
+	// Span answers are written into reused buffers.
+	bufs := &sync.Pool{}
+	v1.Get("/traces/:id", func(c *fiber.Ctx) error { return s.handleTraceGet(c, bufs) })
 	v1.Get("/traces", s.handleTraceList)
-	v1.Get("/spans", s.handleSpanList)
+	v1.Get("/spans", func(c *fiber.Ctx) error { return s.handleSpanList(c, bufs) })
 	v1.Get("/metrics", s.handleMetrics)
 	v1.Get("/ocsf", s.handleOCSFList)
 	return app
@@ -124,7 +127,7 @@ func parseTraceID(s string) ([16]byte, error) {
 	return id, nil
 }
 
-func (s *Service) handleTraceGet(c *fiber.Ctx) error {
+func (s *Service) handleTraceGet(c *fiber.Ctx, bufs *sync.Pool) error {
 	id, err := parseTraceID(c.Params("id"))
 	if err != nil {
 		return err
@@ -135,34 +138,54 @@ func (s *Service) handleTraceGet(c *fiber.Ctx) error {
 	}
 	ctx := c.UserContext()
 	if c.Query("format") == "otlp" {
-		rows, err := s.st.SpanList(ctx, p.Tenant, store.SpanFilter{Namespaces: nss, TraceIDs: [][16]byte{id}, Status: -1, Ascending: true, Limit: MaxTraceSpans})
-		if err != nil {
-			return err
-		}
-		if len(rows) == 0 {
+		t, err := readTrace(ctx, s.st, p.Tenant, nss, id)
+		if errors.Is(err, ErrTraceNotFound) {
 			return apierr.New(apierr.CodeNotFound, "trace %s not found", c.Params("id"))
 		}
-		rows = dedupe(rows)
-		resources, err := loadResources(ctx, s.st, p.Tenant, rows)
 		if err != nil {
 			return err
 		}
-		b, err := s.otlpTrace(rows, resources)
+		b, err := s.otlpTrace(t.rows, t.resources)
 		if err != nil {
 			return err
 		}
 		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 		return c.Send(b)
 	}
-	t, err := ReadTrace(ctx, s.st, p.Tenant, nss, id)
+	t, err := readTrace(ctx, s.st, p.Tenant, nss, id)
 	if errors.Is(err, ErrTraceNotFound) {
 		return apierr.New(apierr.CodeNotFound, "trace %s not found", c.Params("id"))
 	}
 	if err != nil {
 		return err
 	}
-	return c.JSON(t)
+	return sendJSON(c, bufs, func(dst []byte) ([]byte, error) {
+		return newSpanWriter(t.resources).appendTraceJSON(dst, hex.EncodeToString(id[:]), t.rows, t.truncated)
+	})
 }
+
+// sendJSON answers with the JSON that write appends, written into a
+// buffer of bufs.
+func sendJSON(c *fiber.Ctx, bufs *sync.Pool, write func(dst []byte) ([]byte, error)) error {
+	bp, _ := bufs.Get().(*[]byte)
+	if bp == nil {
+		bp = new([]byte)
+	}
+	b, err := write((*bp)[:0])
+	if err == nil {
+		c.Response().SetBody(b)
+		c.Response().Header.SetContentType(fiber.MIMEApplicationJSON)
+	}
+	// A buffer grown by one huge answer is left to the collector.
+	if cap(b) <= maxPooledBuffer {
+		*bp = b
+		bufs.Put(bp)
+	}
+	return err
+}
+
+// maxPooledBuffer bounds the answer buffers kept for reuse.
+const maxPooledBuffer = 8 << 20
 
 // dedupe drops spans stored twice (a retried export).
 func dedupe(rows []store.Span) []store.Span {
@@ -355,7 +378,7 @@ func (s *Service) handleTraceList(c *fiber.Ctx) error {
 	return c.JSON(out)
 }
 
-func (s *Service) handleSpanList(c *fiber.Ctx) error {
+func (s *Service) handleSpanList(c *fiber.Ctx, bufs *sync.Pool) error {
 	p, nss, err := s.namespaces(c, auth.VerbList)
 	if err != nil {
 		return err
@@ -373,25 +396,24 @@ func (s *Service) handleSpanList(c *fiber.Ctx) error {
 	}
 	f.Limit = limit + 1
 	ctx := c.UserContext()
-	rows, err := s.st.SpanList(ctx, p.Tenant, f)
+	rows, raw, err := s.st.SpanListResources(ctx, p.Tenant, f)
 	if err != nil {
 		return err
 	}
-	out := SpanList{Kind: "SpanList", Items: []SpanView{}}
+	var cont string
 	if len(rows) > limit {
 		rows = rows[:limit]
 		last := rows[len(rows)-1]
-		out.Metadata.Continue = encodeCursor(store.SpanCursor{Start: last.Start, SpanID: last.SpanID})
+		cont = encodeCursor(store.SpanCursor{Start: last.Start, SpanID: last.SpanID})
 	}
 	rows = dedupe(rows)
-	resources, err := loadResources(ctx, s.st, p.Tenant, rows)
+	resources, err := decodeResources(raw)
 	if err != nil {
 		return err
 	}
-	if out.Items, err = views(rows, resources); err != nil {
-		return err
-	}
-	return c.JSON(out)
+	return sendJSON(c, bufs, func(dst []byte) ([]byte, error) {
+		return newSpanWriter(resources).appendSpanListJSON(dst, cont, rows)
+	})
 }
 
 func (s *Service) handleMetrics(c *fiber.Ctx) error {

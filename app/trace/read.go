@@ -23,24 +23,44 @@ var ErrTraceNotFound = errors.New("trace not found")
 // nil for every namespace), oldest span first, as GET /v1/traces/{id}
 // answers it. The console reads traces through it too.
 func ReadTrace(ctx context.Context, st store.TraceStore, tenant string, namespaces []string, id [16]byte) (*Trace, error) {
-	rows, err := st.SpanList(ctx, tenant, store.SpanFilter{Namespaces: namespaces, TraceIDs: [][16]byte{id}, Status: -1, Ascending: true, Limit: MaxTraceSpans + 1})
+	r, err := readTrace(ctx, st, tenant, namespaces, id)
 	if err != nil {
 		return nil, err
+	}
+	out := &Trace{TraceID: hex.EncodeToString(id[:]), Truncated: r.truncated}
+	if out.Spans, err = views(r.rows, r.resources); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// storedTrace is a trace as read from the store: its spans, oldest first
+// and each once, and their resources.
+type storedTrace struct {
+	rows      []store.Span
+	resources map[int64]*tracepb.ResourceSpans
+	// truncated: the trace has more than MaxTraceSpans spans.
+	truncated bool
+}
+
+// readTrace reads the spans of a trace and their resources, in one read
+// transaction.
+func readTrace(ctx context.Context, st store.TraceStore, tenant string, namespaces []string, id [16]byte) (storedTrace, error) {
+	f := store.SpanFilter{Namespaces: namespaces, TraceIDs: [][16]byte{id}, Status: -1, Ascending: true, Limit: MaxTraceSpans + 1}
+	rows, raw, err := st.SpanListResources(ctx, tenant, f)
+	if err != nil {
+		return storedTrace{}, err
 	}
 	if len(rows) == 0 {
-		return nil, ErrTraceNotFound
+		return storedTrace{}, ErrTraceNotFound
 	}
-	out := &Trace{TraceID: hex.EncodeToString(id[:]), Truncated: len(rows) > MaxTraceSpans}
-	if out.Truncated {
+	out := storedTrace{truncated: len(rows) > MaxTraceSpans}
+	if out.truncated {
 		rows = rows[:MaxTraceSpans]
 	}
-	rows = dedupe(rows)
-	resources, err := loadResources(ctx, st, tenant, rows)
-	if err != nil {
-		return nil, err
-	}
-	if out.Spans, err = views(rows, resources); err != nil {
-		return nil, err
+	out.rows = dedupe(rows)
+	if out.resources, err = decodeResources(raw); err != nil {
+		return storedTrace{}, err
 	}
 	return out, nil
 }
@@ -48,20 +68,8 @@ func ReadTrace(ctx context.Context, st store.TraceStore, tenant string, namespac
 // TraceIDString is the hex form of a trace id.
 func TraceIDString(id [16]byte) string { return hex.EncodeToString(id[:]) }
 
-// loadResources loads and decodes the resources of rows.
-func loadResources(ctx context.Context, st store.TraceStore, tenant string, rows []store.Span) (map[int64]*tracepb.ResourceSpans, error) {
-	var ids []int64
-	seen := map[int64]bool{}
-	for _, r := range rows {
-		if !seen[r.Resource] {
-			seen[r.Resource] = true
-			ids = append(ids, r.Resource)
-		}
-	}
-	raw, err := st.SpanResourceGet(ctx, tenant, ids)
-	if err != nil {
-		return nil, err
-	}
+// decodeResources decodes stored resources.
+func decodeResources(raw map[int64][]byte) (map[int64]*tracepb.ResourceSpans, error) {
 	out := make(map[int64]*tracepb.ResourceSpans, len(raw))
 	for id, b := range raw {
 		rs := &tracepb.ResourceSpans{}

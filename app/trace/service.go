@@ -7,8 +7,6 @@ import (
 	"sync"
 	"time"
 
-	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-
 	"github.com/warden-dev/warden/app/apierr"
 	"github.com/warden-dev/warden/app/auth"
 	"github.com/warden-dev/warden/app/authz"
@@ -178,15 +176,21 @@ type exportResult struct {
 	message  string
 }
 
-// export stores req for the authenticated principal, waiting until it is
-// written. Errors are *apierr.Error.
-func (s *Service) export(ctx context.Context, transport string, p auth.Principal, nsHeader string, req *collectortrace.ExportTraceServiceRequest) (exportResult, error) {
+// export stores the request decode converts for the authenticated
+// principal's source, waiting until it is written. A request decode
+// fails is refused whole (InvalidRequest, nothing stored). Errors are
+// *apierr.Error.
+func (s *Service) export(ctx context.Context, transport string, p auth.Principal, nsHeader string, decode func(Source) (*converted, error)) (exportResult, error) {
 	src, err := s.source(ctx, p, nsHeader)
 	if err != nil {
 		s.metrics.request(transport, codeOf(err), 0, 0, "")
 		return exportResult{}, err
 	}
-	c := convert(req, src, s.cfg.Limits)
+	c, err := decode(src)
+	if err != nil {
+		s.metrics.request(transport, apierr.CodeInvalidRequest, 0, 0, "")
+		return exportResult{}, apierr.New(apierr.CodeInvalidRequest, "%s; nothing was stored", err)
+	}
 	total := int64(len(c.batch.Spans)) + c.rejected
 	if len(c.batch.Spans) > 0 {
 		// Encoded here, on the sender's goroutine, rather than by the

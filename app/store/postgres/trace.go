@@ -111,20 +111,44 @@ func (s *Store) SpanWrite(ctx context.Context, tenant string, b *store.SpanBatch
 func (s *Store) SpanList(ctx context.Context, tenant string, f store.SpanFilter) ([]store.Span, error) {
 	var out []store.Span
 	err := s.withTenant(ctx, tenant, readOnly, func(tx pgx.Tx) error {
-		rows, err := spanRows(ctx, tx, tenant, f)
-		if err != nil {
-			return err
-		}
-		blocks, err := store.ListBlockSpans(s.spans, f, func(cur *store.BlockCursor, n int) ([]store.StoredBlock, error) {
-			return blockPage(ctx, tx, tenant, f, cur, n)
-		})
-		if err != nil {
-			return fmt.Errorf("postgres: list spans: %w", err)
-		}
-		out = store.MergeSpans(f, rows, blocks)
-		return nil
+		var err error
+		out, err = s.spanList(ctx, tx, tenant, f)
+		return err
 	})
 	return out, err
+}
+
+// SpanListResources returns the spans matching f and their resources in
+// one transaction.
+func (s *Store) SpanListResources(ctx context.Context, tenant string, f store.SpanFilter) ([]store.Span, map[int64][]byte, error) {
+	var spans []store.Span
+	res := map[int64][]byte{}
+	err := s.withTenant(ctx, tenant, readOnly, func(tx pgx.Tx) error {
+		var err error
+		if spans, err = s.spanList(ctx, tx, tenant, f); err != nil {
+			return err
+		}
+		return spanResources(ctx, tx, tenant, store.SpanResourceIDs(spans), res)
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return spans, res, nil
+}
+
+// spanList reads the spans matching f in tx.
+func (s *Store) spanList(ctx context.Context, tx pgx.Tx, tenant string, f store.SpanFilter) ([]store.Span, error) {
+	rows, err := spanRows(ctx, tx, tenant, f)
+	if err != nil {
+		return nil, err
+	}
+	blocks, err := store.ListBlockSpans(s.spans, f, func(cur *store.BlockCursor, n int) ([]store.StoredBlock, error) {
+		return blockPage(ctx, tx, tenant, f, cur, n)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list spans: %w", err)
+	}
+	return store.MergeSpans(f, rows, blocks), nil
 }
 
 // blockPage reads one page of blocks (store.BlockPage).
@@ -192,22 +216,33 @@ func deref(s *string) string {
 func (s *Store) SpanResourceGet(ctx context.Context, tenant string, ids []int64) (map[int64][]byte, error) {
 	out := map[int64][]byte{}
 	err := s.withTenant(ctx, tenant, readOnly, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT id, data FROM span_resources WHERE tenant_id = $1 AND id = ANY($2)`, tenant, ids)
-		if err != nil {
-			return fmt.Errorf("postgres: get span resources: %w", err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var id int64
-			var data []byte
-			if err := rows.Scan(&id, &data); err != nil {
-				return fmt.Errorf("postgres: scan span resource: %w", err)
-			}
-			out[id] = data
-		}
-		return rows.Err()
+		return spanResources(ctx, tx, tenant, ids, out)
 	})
 	return out, err
+}
+
+// spanResources reads the resources with the given ids into out.
+func spanResources(ctx context.Context, tx pgx.Tx, tenant string, ids []int64, out map[int64][]byte) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	rows, err := tx.Query(ctx, `SELECT id, data FROM span_resources WHERE tenant_id = $1 AND id = ANY($2)`, tenant, ids)
+	if err != nil {
+		return fmt.Errorf("postgres: get span resources: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var data []byte
+		if err := rows.Scan(&id, &data); err != nil {
+			return fmt.Errorf("postgres: scan span resource: %w", err)
+		}
+		out[id] = data
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("postgres: get span resources: %w", err)
+	}
+	return nil
 }
 
 // TraceSummaryList summarizes the given traces.

@@ -1,9 +1,11 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -151,13 +153,28 @@ func (s *Store) writeBlocks(ctx context.Context, tx *sql.Tx, tenant string, bloc
 		}
 		return nil
 	}
+	// The keys go in in their b-tree's order, (kind, value, newest start,
+	// block): the inserts of one value follow one another on the same
+	// pages.
+	type blockKey struct {
+		store.SpanKey
+		block int
+	}
+	keys := make([]blockKey, 0, len(blocks)*8)
 	for i := range blocks {
 		for _, k := range blocks[i].Keys {
-			args = append(args, tenant, last+int64(i)+1, k.Kind, k.Value, blocks[i].MaxStart)
-			if n++; n == keyInsertRows {
-				if err := flush(); err != nil {
-					return err
-				}
+			keys = append(keys, blockKey{k, i})
+		}
+	}
+	slices.SortFunc(keys, func(a, b blockKey) int {
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), strings.Compare(a.Value, b.Value), cmp.Compare(blocks[a.block].MaxStart, blocks[b.block].MaxStart),
+			cmp.Compare(a.block, b.block))
+	})
+	for _, k := range keys {
+		args = append(args, tenant, last+int64(k.block)+1, k.Kind, k.Value, blocks[k.block].MaxStart)
+		if n++; n == keyInsertRows {
+			if err := flush(); err != nil {
+				return err
 			}
 		}
 	}
@@ -181,12 +198,39 @@ func (s *Store) SpanList(ctx context.Context, tenant string, f store.SpanFilter)
 	if err := store.CheckTenant(tenant); err != nil {
 		return nil, err
 	}
-	rows, err := s.spanRows(ctx, tenant, f)
+	return s.spanList(ctx, s.reader, tenant, f)
+}
+
+// SpanListResources returns the spans matching f and their resources in
+// one read transaction.
+func (s *Store) SpanListResources(ctx context.Context, tenant string, f store.SpanFilter) ([]store.Span, map[int64][]byte, error) {
+	if err := store.CheckTenant(tenant); err != nil {
+		return nil, nil, err
+	}
+	tx, err := s.reader.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("sqlite: begin span read: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	spans, err := s.spanList(ctx, tx, tenant, f)
+	if err != nil {
+		return nil, nil, err
+	}
+	res, err := spanResources(ctx, tx, tenant, store.SpanResourceIDs(spans))
+	if err != nil {
+		return nil, nil, err
+	}
+	return spans, res, nil
+}
+
+// spanList reads the spans matching f through q.
+func (s *Store) spanList(ctx context.Context, q querier, tenant string, f store.SpanFilter) ([]store.Span, error) {
+	rows, err := spanRows(ctx, q, tenant, f)
 	if err != nil {
 		return nil, err
 	}
 	blocks, err := store.ListBlockSpans(s.spans, f, func(cur *store.BlockCursor, n int) ([]store.StoredBlock, error) {
-		return s.blockPage(ctx, tenant, f, cur, n)
+		return blockPage(ctx, q, tenant, f, cur, n)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list spans: %w", err)
@@ -195,9 +239,9 @@ func (s *Store) SpanList(ctx context.Context, tenant string, f store.SpanFilter)
 }
 
 // blockPage reads one page of blocks (store.BlockPage).
-func (s *Store) blockPage(ctx context.Context, tenant string, f store.SpanFilter, cur *store.BlockCursor, n int) ([]store.StoredBlock, error) {
+func blockPage(ctx context.Context, db querier, tenant string, f store.SpanFilter, cur *store.BlockCursor, n int) ([]store.StoredBlock, error) {
 	q, args := traceSQL.SpanBlockList(tenant, f, cur, n)
-	rows, err := s.reader.QueryContext(ctx, q, args...)
+	rows, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list span blocks: %w", err)
 	}
@@ -210,9 +254,9 @@ func (s *Store) blockPage(ctx context.Context, tenant string, f store.SpanFilter
 }
 
 // spanRows returns the spans matching f of the per-span table.
-func (s *Store) spanRows(ctx context.Context, tenant string, f store.SpanFilter) ([]store.Span, error) {
+func spanRows(ctx context.Context, db querier, tenant string, f store.SpanFilter) ([]store.Span, error) {
 	q, args := traceSQL.SpanList(tenant, f)
-	rows, err := s.reader.QueryContext(ctx, q, args...)
+	rows, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list spans: %w", err)
 	}
@@ -246,6 +290,11 @@ func (s *Store) SpanResourceGet(ctx context.Context, tenant string, ids []int64)
 	if err := store.CheckTenant(tenant); err != nil {
 		return nil, err
 	}
+	return spanResources(ctx, s.reader, tenant, ids)
+}
+
+// spanResources reads the resources with the given ids through db.
+func spanResources(ctx context.Context, db querier, tenant string, ids []int64) (map[int64][]byte, error) {
 	out := map[int64][]byte{}
 	if len(ids) == 0 {
 		return out, nil
@@ -254,7 +303,7 @@ func (s *Store) SpanResourceGet(ctx context.Context, tenant string, ids []int64)
 	for _, id := range ids {
 		args = append(args, id)
 	}
-	rows, err := s.reader.QueryContext(ctx, `SELECT id, data FROM span_resources WHERE tenant_id = ? AND id IN (?`+
+	rows, err := db.QueryContext(ctx, `SELECT id, data FROM span_resources WHERE tenant_id = ? AND id IN (?`+
 		strings.Repeat(", ?", len(ids)-1)+`)`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: get span resources: %w", err)
@@ -268,7 +317,10 @@ func (s *Store) SpanResourceGet(ctx context.Context, tenant string, ids []int64)
 		}
 		out[id] = data
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: get span resources: %w", err)
+	}
+	return out, nil
 }
 
 // TraceSummaryList summarizes the given traces.
@@ -355,27 +407,29 @@ func (s *Store) SpanExpire(ctx context.Context, tenant string, cut store.TraceCu
 		return 0, fmt.Errorf("sqlite: begin span expiry: %w", err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	const dueBlocks = `SELECT id FROM span_blocks WHERE tenant_id = ? AND max_start < ? ORDER BY max_start LIMIT ?`
+	const dueBlocks = `SELECT id FROM span_blocks WHERE tenant_id = ? AND max_start < ? ORDER BY max_start, id LIMIT ?`
+	if !cut.Spans.IsZero() {
+		// The keys first, of the blocks the statements below delete.
+		if err := s.expireKeys(ctx, tx, tenant, cut.Spans.UnixNano(), limit); err != nil {
+			return 0, err
+		}
+	}
 	total := 0
 	for _, q := range []struct {
 		sql  string
 		args []any
 		// cut is the statement's cut-off; zero skips it.
 		cut time.Time
-		// counted: the statement's rows count towards the result.
-		counted bool
 	}{
-		// The keys first, of the blocks the next statement deletes.
-		{`DELETE FROM span_keys WHERE tenant_id = ? AND block_id IN (` + dueBlocks + `)`, []any{tenant, tenant, cut.Spans.UnixNano(), limit}, cut.Spans, false},
-		{`DELETE FROM span_blocks WHERE id IN (` + dueBlocks + `)`, []any{tenant, cut.Spans.UnixNano(), limit}, cut.Spans, true},
+		{`DELETE FROM span_blocks WHERE id IN (` + dueBlocks + `)`, []any{tenant, cut.Spans.UnixNano(), limit}, cut.Spans},
 		{`DELETE FROM spans WHERE rowid IN (SELECT rowid FROM spans WHERE tenant_id = ? AND start_ns < ? ORDER BY start_ns LIMIT ?)`,
-			[]any{tenant, cut.Spans.UnixNano(), limit}, cut.Spans, true},
+			[]any{tenant, cut.Spans.UnixNano(), limit}, cut.Spans},
 		{`DELETE FROM span_resources WHERE (tenant_id, id) IN (SELECT tenant_id, id FROM span_resources WHERE tenant_id = ? AND last_seen < ? LIMIT ?)`,
-			[]any{tenant, cut.Spans.UnixNano(), limit}, cut.Spans, true},
+			[]any{tenant, cut.Spans.UnixNano(), limit}, cut.Spans},
 		{`DELETE FROM span_rollups WHERE (tenant_id, width, minute, namespace, agent, tool, model) IN (SELECT tenant_id, width, minute, namespace, agent, tool, model
-			FROM span_rollups WHERE tenant_id = ? AND minute < ? ORDER BY minute LIMIT ?)`, []any{tenant, cut.Metrics.Unix() / 60 * 60, limit}, cut.Metrics, true},
+			FROM span_rollups WHERE tenant_id = ? AND minute < ? ORDER BY minute LIMIT ?)`, []any{tenant, cut.Metrics.Unix() / 60 * 60, limit}, cut.Metrics},
 		{`DELETE FROM ocsf_events WHERE id IN (SELECT id FROM ocsf_events WHERE tenant_id = ? AND time_ms < ? ORDER BY time_ms LIMIT ?)`,
-			[]any{tenant, cut.OCSFEvents.UnixMilli(), limit}, cut.OCSFEvents, true},
+			[]any{tenant, cut.OCSFEvents.UnixMilli(), limit}, cut.OCSFEvents},
 	} {
 		if q.cut.IsZero() {
 			continue
@@ -384,14 +438,49 @@ func (s *Store) SpanExpire(ctx context.Context, tenant string, cut store.TraceCu
 		if err != nil {
 			return 0, fmt.Errorf("sqlite: expire spans: %w", err)
 		}
-		if q.counted {
-			n, _ := res.RowsAffected()
-			total = max(total, int(n))
-		}
+		n, _ := res.RowsAffected()
+		total = max(total, int(n))
 	}
 	if err := tx.Commit(); err != nil {
 		return 0, fmt.Errorf("sqlite: commit span expiry: %w", err)
 	}
 	s.commits.Add(1)
 	return total, nil
+}
+
+// expireKeys deletes the keys of the blocks SpanExpire deletes (the
+// oldest limit before cut): span_keys has no index by block, so the keys
+// of a block are found from its spans and deleted by their primary key.
+// A block that does not decode has its keys looked for by block id.
+func (s *Store) expireKeys(ctx context.Context, tx *sql.Tx, tenant string, cut int64, limit int) error {
+	rows, err := tx.QueryContext(ctx, `SELECT b.id, b.namespace, b.trace_id, b.min_start, b.max_start, b.data FROM span_blocks b
+		WHERE b.tenant_id = ? AND b.max_start < ? ORDER BY b.max_start, b.id LIMIT ?`, tenant, cut, limit)
+	if err != nil {
+		return fmt.Errorf("sqlite: read expired span blocks: %w", err)
+	}
+	blocks, err := store.ScanBlocks(rows)
+	_ = rows.Close()
+	if err != nil {
+		return fmt.Errorf("sqlite: read expired span blocks: %w", err)
+	}
+	del, err := tx.PrepareContext(ctx, `DELETE FROM span_keys WHERE tenant_id = ? AND kind = ? AND value = ? AND max_start = ? AND block_id = ?`)
+	if err != nil {
+		return fmt.Errorf("sqlite: expire span keys: %w", err)
+	}
+	defer del.Close()
+	for _, b := range blocks {
+		spans, err := s.spans.Decode(b.Data, b.Namespace, b.TraceID)
+		if err != nil {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM span_keys WHERE tenant_id = ? AND block_id = ?`, tenant, b.ID); err != nil {
+				return fmt.Errorf("sqlite: expire the span keys of block %d: %w", b.ID, err)
+			}
+			continue
+		}
+		for _, k := range store.BlockKeys(spans) {
+			if _, err := del.ExecContext(ctx, tenant, k.Kind, k.Value, b.MaxStart, b.ID); err != nil {
+				return fmt.Errorf("sqlite: expire span keys: %w", err)
+			}
+		}
+	}
+	return nil
 }

@@ -77,6 +77,20 @@ func testSpanWriteList(t *testing.T, s store.Store) {
 	require.NoError(t, err)
 	require.Equal(t, map[int64][]byte{1: []byte("resource")}, res)
 
+	// A trace read: the same spans and the resources they name, at once.
+	both, res, err := s.SpanListResources(ctx, tenant, store.SpanFilter{TraceIDs: [][16]byte{trace}, Status: -1, Ascending: true})
+	require.NoError(t, err)
+	require.Equal(t, got, both)
+	require.Equal(t, map[int64][]byte{1: []byte("resource")}, res)
+	none, res, err := s.SpanListResources(ctx, tenant, store.SpanFilter{TraceIDs: [][16]byte{NewTraceID()}, Status: -1})
+	require.NoError(t, err)
+	require.Empty(t, none)
+	require.Empty(t, res)
+	other, res, err := s.SpanListResources(ctx, NewTenant(), store.SpanFilter{TraceIDs: [][16]byte{trace}, Status: -1})
+	require.NoError(t, err)
+	require.Empty(t, other, "another tenant reads nothing")
+	require.Empty(t, res)
+
 	sums, err := s.TraceSummaryList(ctx, tenant, nil, [][16]byte{trace, NewTraceID()})
 	require.NoError(t, err)
 	require.Len(t, sums, 1)
