@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"os"
 	"strconv"
@@ -104,15 +105,28 @@ type clientConn struct {
 	// peeked holds a byte the watch read (a pipelined request), given to
 	// the server's next Read. Only one of them reads at a time.
 	peeked []byte
+	// used says the client has sent a byte.
+	used bool
 }
 
+// Read reads the client's bytes. A connection that times out before its
+// first byte reads as closed: fasthttp would answer it with an error the
+// client never asked for (a client's pool may open a connection it does
+// not use), where net/http closes it silently, as it does an idle
+// keep-alive connection.
 func (c *clientConn) Read(b []byte) (int, error) {
 	if len(c.peeked) > 0 {
 		n := copy(b, c.peeked)
 		c.peeked = c.peeked[n:]
 		return n, nil
 	}
-	return c.Conn.Read(b)
+	n, err := c.Conn.Read(b)
+	if n > 0 {
+		c.used = true
+	} else if !c.used && errors.Is(err, os.ErrDeadlineExceeded) {
+		return 0, io.EOF
+	}
+	return n, err
 }
 
 func (c *clientConn) Close() error {

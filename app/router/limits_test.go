@@ -3,15 +3,18 @@ package router
 import (
 	"bufio"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/stretchr/testify/require"
 
 	"github.com/warden-dev/warden/app/apierr"
+	"github.com/warden-dev/warden/app/listener"
 )
 
 // TestInFlightLimit: past MaxInFlight calls at once, a call is answered
@@ -92,4 +95,25 @@ func TestConnLimit(t *testing.T) {
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
 	require.Equal(t, "Unavailable", body["error"].(map[string]any)["code"])
 	require.Equal(t, http.StatusOK, get(first).StatusCode, "the open connection is still served")
+}
+
+// TestUnusedConnClosedSilently: a connection that sends nothing before the
+// header timeout is closed without an answer, which a client's pool would
+// report as unsolicited.
+func TestUnusedConnClosedSilently(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	to := listener.Timeouts{ReadHeader: 50 * time.Millisecond}
+	app := fiber.New(to.FiberConfig(fiber.Config{DisableStartupMessage: true}))
+	app.Get("/", func(c *fiber.Ctx) error { return c.SendString("ok") })
+	go func() { _ = app.Listener(newConnLimit(ln, 8)) }()
+	t.Cleanup(func() { _ = app.Shutdown() })
+	c, err := net.Dial("tcp", ln.Addr().String())
+	require.NoError(t, err)
+	defer c.Close()
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(10*time.Second)))
+	b, err := io.ReadAll(c)
+	require.NoError(t, err, "closed by the server, not by the test's deadline")
+	require.Empty(t, string(b))
 }
