@@ -4,24 +4,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/warden-dev/warden/app/auth"
-	"github.com/warden-dev/warden/app/server"
-	"github.com/warden-dev/warden/app/store/backend"
-	"github.com/warden-dev/warden/app/workload"
 )
 
 // Clients of `warden bench mcp`.
@@ -39,7 +33,21 @@ type MCPOptions struct {
 	// Client is MCPClientLean (default) or MCPClientSDK; both phases use
 	// it. Either client opens its sessions with the SDK.
 	Client string
+	// Layout is MCPLayoutSplit (default) or MCPLayoutShared.
+	Layout string
 }
+
+// Layouts of `warden bench mcp`.
+const (
+	// MCPLayoutSplit runs the gateway and the echo server in a child
+	// process pinned to one CPU, the client in this process on the
+	// others: one core for server and gateway, and the CPU per call is
+	// the child's alone.
+	MCPLayoutSplit = "split"
+	// MCPLayoutShared runs client, gateway and server in this process,
+	// on every CPU.
+	MCPLayoutShared = "shared"
+)
 
 // RunMCP is `warden bench mcp` (make bench-mcp): tools/call of a read-only
 // echo tool of a loopback MCP server (Go SDK, streamable HTTP), called
@@ -56,11 +64,6 @@ func RunMCP(ctx context.Context, mo MCPOptions, w io.Writer) ([]Result, error) {
 	default:
 		return nil, fmt.Errorf("bench: client %q: want %s or %s", mo.Client, MCPClientLean, MCPClientSDK)
 	}
-	echo, echoURL, err := startEcho()
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = echo.Close() }()
 	storeURL := o.Store
 	if storeURL == "" {
 		dir, err := os.MkdirTemp("", "warden-bench-mcp-")
@@ -70,62 +73,53 @@ func RunMCP(ctx context.Context, mo MCPOptions, w io.Writer) ([]Result, error) {
 		defer func() { _ = os.RemoveAll(dir) }()
 		storeURL = "sqlite://" + filepath.Join(dir, "warden.db")
 	}
-	st, err := backend.Open(ctx, storeURL, backend.Options{})
-	if err != nil {
-		return nil, err
+	var (
+		ends    mcpEndpoints
+		cpuOf   = processCPU
+		profile = startProfile
+		where   = "client, gateway and server share this process; the direct phase's CPU is subtracted"
+	)
+	switch mo.Layout {
+	case "", MCPLayoutSplit:
+		if runtimeCPUs() < 2 {
+			return nil, fmt.Errorf("bench: the split layout needs 2 CPUs, this machine has %d: use --layout %s", runtimeCPUs(), MCPLayoutShared)
+		}
+		// The child pins itself to the first CPU of those it inherits,
+		// all of this process's: this process moves to the others only
+		// once the child is ready.
+		child, err := startMCPChild(ctx, storeURL, o.Rules)
+		if err != nil {
+			return nil, err
+		}
+		defer func() { _ = child.close() }()
+		restore, left, err := pinOtherCPUs(1)
+		if err != nil {
+			return nil, err
+		}
+		defer restore()
+		procs := runtime.GOMAXPROCS(left)
+		defer runtime.GOMAXPROCS(procs)
+		ends, cpuOf, profile = child.ends, child.cpu, child.profile
+		where = fmt.Sprintf("gateway and server in a process of their own pinned to 1 of %d CPUs (GOMAXPROCS %d), the client on the other %d; "+
+			"the server process's CPU, the direct phase's subtracted", runtimeCPUs(), child.ends.Procs, left)
+	case MCPLayoutShared:
+		env, err := startMCPEnv(ctx, storeURL, o.Rules)
+		if err != nil {
+			return nil, err
+		}
+		defer env.close()
+		ends = env.ends
+	default:
+		return nil, fmt.Errorf("bench: layout %q: want %s or %s", mo.Layout, MCPLayoutSplit, MCPLayoutShared)
 	}
-	defer func() { _ = st.Close() }()
-	admin, _, err := server.Bootstrap(ctx, st, nil)
-	if err != nil {
-		return nil, err
-	}
-	if admin == "" {
-		return nil, errors.New("bench: the store already holds a Warden installation; give the benchmark a fresh database of its own")
-	}
-	srv, err := server.New(server.Config{Store: st, Logger: slog.New(slog.DiscardHandler), MCPAddr: "127.0.0.1:0"})
-	if err != nil {
-		return nil, err
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	gln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	mln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	sctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 2)
-	go func() { done <- srv.ServeAll(sctx, ln, gln) }()
-	go func() { done <- srv.MCP().Serve(sctx, mln) }()
-	defer func() {
-		cancel()
-		<-done
-		<-done
-	}()
-	cp := "http://" + ln.Addr().String()
-	if err := apply(ctx, cp, admin, mcpFixture(echoURL, o.Rules)); err != nil {
-		return nil, err
-	}
-	if _, err := srv.MCP().Discover(ctx, auth.SystemPrincipal(server.LocalTenant), "default", "echo"); err != nil {
-		return nil, fmt.Errorf("discover the echo server: %w", err)
-	}
-	token, _, err := srv.Issuer().Issue(ctx, workload.IssueParams{Tenant: server.LocalTenant, Namespace: "default",
-		Agent: "bench-bot", Environment: "dev", Audience: workload.AudienceMCPGateway})
-	if err != nil {
-		return nil, err
-	}
+	token := ends.Token
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConns: 1024, MaxIdleConnsPerHost: 1024, IdleConnTimeout: time.Minute}}
-	direct, err := connectMCP(ctx, echoURL, &http.Client{Transport: hc.Transport})
+	direct, err := connectMCP(ctx, ends.Echo, &http.Client{Transport: hc.Transport})
 	if err != nil {
 		return nil, fmt.Errorf("connect to the echo server: %w", err)
 	}
 	defer func() { _ = direct.Close() }()
-	viaGW, err := connectMCP(ctx, "http://"+mln.Addr().String()+"/mcp", &http.Client{Transport: bearer{token, hc.Transport}})
+	viaGW, err := connectMCP(ctx, ends.MCP, &http.Client{Transport: bearer{token, hc.Transport}})
 	if err != nil {
 		return nil, fmt.Errorf("connect to the MCP gateway: %w", err)
 	}
@@ -173,25 +167,25 @@ func RunMCP(ctx context.Context, mo MCPOptions, w io.Writer) ([]Result, error) {
 		}
 		stopProfile := func() {}
 		if !ph.rate && ph.fn != nil && strings.HasPrefix(ph.name, "gateway") {
-			if stopProfile, err = startProfile(o.CPUProfile); err != nil {
+			if stopProfile, err = profile(o.CPUProfile); err != nil {
 				return nil, err
 			}
 		}
-		cpu := processCPU()
+		cpu := cpuOf()
 		var r Result
 		if ph.rate {
 			r = fixedRate(ctx, ph.fn, o.Rate, o.Duration)
 		} else {
 			r = saturate(ctx, ph.fn, o.Concurrency, o.Duration)
 		}
-		r.CPU = processCPU() - cpu
+		r.CPU = cpuOf() - cpu
 		stopProfile()
 		r.Name = ph.name
 		out = append(out, r)
 	}
 	scheme, _, _ := strings.Cut(storeURL, "://")
-	fmt.Fprintf(w, "MCP gateway benchmark (tools/call of a read-only echo tool, per-agent endpoint /mcp): store %s, %d policy rules, %d-second phases, %d CPUs, %s client\n",
-		scheme, o.Rules, int(o.Duration.Seconds()), runtimeCPUs(), mo.Client)
+	fmt.Fprintf(w, "MCP gateway benchmark (tools/call of a read-only echo tool, per-agent endpoint /mcp): store %s, %d policy rules, %d-second phases, %d CPUs, %s client\n%s\n",
+		scheme, o.Rules, int(o.Duration.Seconds()), runtimeCPUs(), mo.Client, where)
 	fmt.Fprintf(w, "%-22s %10s %10s %10s %10s %10s %8s\n", "phase", "calls", "calls/s", "p50", "p99", "cpu/call", "errors")
 	for _, r := range out {
 		fmt.Fprintf(w, "%-22s %10d %10.0f %10s %10s %10s %8d\n", r.Name, r.Calls, r.PerSecond(), ms(r.P50), ms(r.P99), us(r.CPUPerCall()), r.Errors)
@@ -199,7 +193,7 @@ func RunMCP(ctx context.Context, mo MCPOptions, w io.Writer) ([]Result, error) {
 	fmt.Fprintf(w, "added latency at %d calls/s: p50 %s, p99 %s; gateway CPU per call at %d calls/s: %s", o.Rate,
 		ms(out[1].P50-out[0].P50), ms(out[1].P99-out[0].P99), o.Rate, us(out[1].CPUPerCall()-out[0].CPUPerCall()))
 	if len(out) == 4 {
-		fmt.Fprintf(w, "\ngoverned throughput at saturation: %.0f calls/s; gateway CPU per call at saturation: %s (client, gateway and server share this process; the direct phase's CPU is subtracted)\n",
+		fmt.Fprintf(w, "\ngoverned throughput at saturation: %.0f calls/s; gateway CPU per call at saturation: %s\n",
 			out[3].PerSecond(), us(out[3].CPUPerCall()-out[2].CPUPerCall()))
 	} else {
 		fmt.Fprintln(w)

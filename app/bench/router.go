@@ -245,10 +245,19 @@ const (
 // called directly, the provider's and the router's through the router.
 func RunRouter(ctx context.Context, o RouterOptions, w io.Writer) ([]Result, error) {
 	o = o.WithDefaults()
+	// The child pins itself to the first o.CPUs CPUs of those it inherits,
+	// so it starts before this process confines itself to the others.
+	args := append(slices.Clone(o.ChildArgs), "--cpus", strconv.Itoa(o.CPUs), "--store", o.Store)
+	var hello routerHello
+	ch, err := startChild(ctx, args, &hello)
+	if err != nil {
+		return nil, err
+	}
 	layout := "child unpinned, load generator beside it"
 	if o.CPUs > 0 {
 		restore, left, err := pinOtherCPUs(o.CPUs)
 		if err != nil {
+			_ = ch.close()
 			return nil, err
 		}
 		defer restore()
@@ -257,12 +266,6 @@ func RunRouter(ctx context.Context, o RouterOptions, w io.Writer) ([]Result, err
 			layout = fmt.Sprintf("child (provider and router) pinned to %d of %d CPUs, load generator unpinned (no CPU left for it)", o.CPUs, runtimeCPUs())
 		}
 		runtime.SetDefaultGOMAXPROCS()
-	}
-	args := append(slices.Clone(o.ChildArgs), "--cpus", strconv.Itoa(o.CPUs), "--store", o.Store)
-	var hello routerHello
-	ch, err := startChild(ctx, args, &hello)
-	if err != nil {
-		return nil, err
 	}
 	defer func() { _ = ch.close() }()
 	childCPU := func() (time.Duration, error) {

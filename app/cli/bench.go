@@ -58,7 +58,7 @@ and refuses one that already holds an installation.`,
 	f.StringVar(&o.Trace, "trace", "", "write a Go execution trace of the gateway's fixed-rate phase to this file (go tool trace)")
 	f.BoolVar(&o.FixedRateOnly, "fixed-rate-only", false, "run the two fixed-rate phases only (latency, not throughput)")
 	f.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the gateway's saturation phase to this file (go tool pprof)")
-	cmd.AddCommand(gw, newBenchMCPCmd(a), newBenchSoakCmd(a), newBenchOTLPCmd(a), newBenchRouterCmd(a))
+	cmd.AddCommand(gw, newBenchMCPCmd(a), newBenchMCPServeCmd(a), newBenchSoakCmd(a), newBenchOTLPCmd(a), newBenchRouterCmd(a))
 	return cmd
 }
 
@@ -73,11 +73,14 @@ streamable HTTP) with one read-only tool, echo. An MCP client calls tools/call o
 echo directly and through /mcp as an agent, every call authenticated,
 governed by the tool gateway's nine steps and recorded as a ToolCall: at --rate
 calls per second, then at saturation with --concurrency callers, and prints the
-added latency and the gateway's CPU per call (client, gateway and server share
-the process; the direct phase's CPU is subtracted). Both sessions are opened with
-the Go SDK's client; --client lean (default) then posts each tools/call on the
-session itself, so that the load generator costs little of the shared
-processors, and --client sdk calls through the SDK's client session.`,
+added latency and the gateway's CPU per call. With --layout split (default) the
+gateway and the echo server run in a process of their own pinned to one CPU,
+the client in this one on the other CPUs, and the gateway's CPU per call is the
+serving process's, the direct phase's subtracted; --layout shared runs all three
+in this process on every CPU. Both sessions are opened with the Go SDK's client;
+--client lean (default) then posts each tools/call on the session itself, so
+that the load generator costs little, and --client sdk calls through the SDK's
+client session.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			tuned, err := tuneRuntime(a.env.LookupEnv, o.Store == "" || backend.Embedded(o.Store))
@@ -99,6 +102,37 @@ processors, and --client sdk calls through the SDK's client session.`,
 	f.BoolVar(&o.FixedRateOnly, "fixed-rate-only", false, "run the two fixed-rate phases only (latency, not throughput)")
 	f.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the gateway's saturation phase to this file (go tool pprof)")
 	f.StringVar(&o.Client, "client", bench.MCPClientLean, "MCP client of both phases: lean (one POST on the session a call) or sdk (the Go SDK's client)")
+	f.StringVar(&o.Layout, "layout", bench.MCPLayoutSplit, "split: gateway and echo server in a process pinned to one CPU, the client on the others; shared: all in this process")
+	return cmd
+}
+
+// newBenchMCPServeCmd is the serving process of `warden bench mcp
+// --layout split`, which runs it; not for people.
+func newBenchMCPServeCmd(a *app) *cobra.Command {
+	var o bench.MCPServeOptions
+	cmd := &cobra.Command{
+		Use:    "mcp-serve",
+		Short:  "The serving process of `warden bench mcp` (started by it)",
+		Hidden: true,
+		Args:   exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			restore, err := bench.PinCPUs(1)
+			if err != nil {
+				return err
+			}
+			defer restore()
+			// Tuned as `warden up` is on a machine of one core.
+			tuned, err := tuneRuntime(a.env.LookupEnv, backend.Embedded(o.Store))
+			if err != nil {
+				return err
+			}
+			defer tuned.stop()
+			return bench.ServeMCP(cmd.Context(), o, a.env.Stdin, a.env.Stdout)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Store, "store", "", "store URL of a fresh installation")
+	f.IntVar(&o.Rules, "rules", 20, "policy rules evaluated on every call")
 	return cmd
 }
 

@@ -37,6 +37,21 @@ func (s *batchLog) WriteCalls(ctx context.Context, tenant string, ws []*store.Ca
 	return s.Store.WriteCalls(ctx, tenant, ws, durable)
 }
 
+// loggedEnv is newEnv on a store whose tool-call batches are logged; it
+// returns the store under the log too.
+func loggedEnv(t *testing.T, url string) (*env, store.Store, *batchLog) {
+	t.Helper()
+	st, err := backend.Open(context.Background(), url, backend.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	log := &batchLog{Store: st}
+	ts := newToolServer(t)
+	e := start(t, envOptions{st: log, tools: ts})
+	e.apply(fixture(ts.URL))
+	log.take()
+	return e, st, log
+}
+
 func (s *batchLog) take() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -45,29 +60,36 @@ func (s *batchLog) take() []string {
 	return b
 }
 
-// A read-only call's record is acted on once committed: its tool has no
-// side effect a crash could repeat, and its result, which the agent waits
-// for, is committed durably after it (which makes the record durable
-// too). A call with a side effect runs only on a durable record.
+// A read-only call's record is written with its result, durably, or, when
+// the result needs an audit record, committed before the result's write:
+// its tool has no side effect a crash could repeat, and the agent is
+// answered only once its result is durable. A call with a side effect runs
+// only on a durable record.
 func TestOnlyReadOnlyCallsRunOnACommittedRecord(t *testing.T) {
 	t.Parallel()
 	for name, url := range backends() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			st, err := backend.Open(context.Background(), url(t), backend.Options{})
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = st.Close() })
-			log := &batchLog{Store: st}
-			ts := newToolServer(t)
-			e := start(t, envOptions{st: log, tools: ts})
-			e.apply(fixture(ts.URL))
-			log.take()
+			e, st, log := loggedEnv(t, url(t))
 
-			// (Its tool answers 500: the call fails, and is recorded.)
+			// (Its tool answers 500: the call fails, and is recorded.) A
+			// read-only call is recorded once, with its result, durably,
+			// where reading its claim first is cheap (SQLite).
 			r := e.call("ops.fail", map[string]any{"query": "durability"}, nil)
 			require.Equal(t, http.StatusBadGateway, r.status, string(r.raw))
 			require.Equal(t, "ToolFailed", r.code())
-			require.Equal(t, []string{"record committed", "result durable"}, log.take(), "read_only")
+			if st.ClaimReadFirst() {
+				require.Equal(t, []string{"record durable"}, log.take(), "read_only")
+			} else {
+				require.Equal(t, []string{"record committed", "result durable"}, log.take(), "read_only")
+			}
+
+			// With a result that needs an audit record (redaction found
+			// an address), its record is written first, committed, and
+			// the result after it, durably.
+			r = e.call("crm.search", map[string]any{"query": "durability"}, nil)
+			require.Equal(t, http.StatusOK, r.status, string(r.raw))
+			require.Equal(t, []string{"record committed"}, log.take(), "read_only with findings")
 
 			r = e.call("tickets.create", map[string]any{"title": "durability"}, nil)
 			require.Equal(t, http.StatusOK, r.status, string(r.raw))

@@ -28,8 +28,17 @@ func (g *Gateway) execute(ctx context.Context, c *call) (*Outcome, error) {
 	}
 	_ = c.timed(ctx, stepResult, func(ctx context.Context) error { return c.checkResult(ctx, res) })
 	_ = c.timed(ctx, stepOutput, func(ctx context.Context) error { return c.processOutput(ctx, res) })
-	if err := c.step(ctx, "9.record", func(ctx context.Context) error { return c.finish(ctx, res) }); err != nil {
+	fin := c.finish
+	if c.deferred {
+		fin = c.finishDeferred
+	}
+	if err := c.step(ctx, "9.record", func(ctx context.Context) error { return fin(ctx, res) }); err != nil {
 		return nil, err
+	}
+	if c.replayed {
+		// An identical call recorded first: its answer is this one's.
+		c.mark.set(false)
+		return c.g.replayed(ctx, c)
 	}
 	return c.answer(res)
 }
@@ -58,25 +67,7 @@ func (c *call) answer(res *result) (*Outcome, error) {
 // decision and, for a modified or blocked result, an audit record.
 func (c *call) finish(ctx context.Context, res *result) error {
 	done := c.g.now().UTC()
-	phase, output := PhaseSucceeded, res.output
-	switch {
-	case res.block != nil:
-		phase, output = PhaseDenied, errorOutput(res.block.Code, res.block.Message, res.block.Details)
-	case res.failure != nil:
-		phase = PhaseFailed
-		eo := errorOutput(res.failure.Code, res.failure.Message, res.failure.Details)
-		if res.output != nil {
-			eo["result"] = res.output
-		}
-		output = eo
-	}
-	outMap, ok := output.(map[string]any)
-	if !ok {
-		outMap = map[string]any{"result": output}
-	}
-	if outMap == nil {
-		outMap = map[string]any{}
-	}
+	phase, outMap := resultOutput(res)
 	var extra []store.UsageCharge
 	if res.cost >= 0 {
 		_, charges := c.charges()
@@ -95,16 +86,10 @@ func (c *call) finish(ctx context.Context, res *result) error {
 	if _, ok := st["startedAt"]; !ok {
 		st["startedAt"] = timestamp(c.now)
 	}
-	data := map[string]any{"tool": c.req.Tool, "agent": c.p.Agent, "phase": phase, "durationMs": done.Sub(c.now).Milliseconds()}
-	if res.failure != nil {
-		data["code"] = res.failure.Code
-	}
-	if res.report.found() {
-		data["findings"] = res.report.counts
-	}
+	data := c.completedData(res, phase, done)
 	// A result that needs no audit record (nothing blocked, modified or
 	// found) goes through the store's batched tool-call writes.
-	if res.block == nil && !res.modified && !res.report.found() {
+	if res.plain() {
 		w := &store.CallWrite{
 			Update:  &store.StatusUpdate{Stored: c.obj, Status: st},
 			Charges: extra,
@@ -180,6 +165,119 @@ func (c *call) finish(ctx context.Context, res *result) error {
 	c.obj = obj
 	c.g.waiters.wake(c.p.Tenant, c.p.Namespace+"/"+c.name)
 	return nil
+}
+
+// plain reports whether the result needs no audit record: nothing was
+// blocked, modified or found in it.
+func (r *result) plain() bool {
+	return r.block == nil && !r.modified && !r.report.found()
+}
+
+// resultOutput returns the phase a result ends its call in and the output
+// the record keeps.
+func resultOutput(res *result) (string, map[string]any) {
+	phase, output := PhaseSucceeded, res.output
+	switch {
+	case res.block != nil:
+		phase, output = PhaseDenied, errorOutput(res.block.Code, res.block.Message, res.block.Details)
+	case res.failure != nil:
+		phase = PhaseFailed
+		eo := errorOutput(res.failure.Code, res.failure.Message, res.failure.Details)
+		if res.output != nil {
+			eo["result"] = res.output
+		}
+		output = eo
+	}
+	outMap, ok := output.(map[string]any)
+	if !ok {
+		outMap = map[string]any{"result": output}
+	}
+	if outMap == nil {
+		outMap = map[string]any{}
+	}
+	return phase, outMap
+}
+
+// completedData is the data of the call's ToolCallCompleted event.
+func (c *call) completedData(res *result, phase string, done time.Time) map[string]any {
+	data := map[string]any{"tool": c.req.Tool, "agent": c.p.Agent, "phase": phase, "durationMs": done.Sub(c.now).Milliseconds()}
+	if res.failure != nil {
+		data["code"] = res.failure.Code
+	}
+	if res.report.found() {
+		data["findings"] = res.report.counts
+	}
+	return data
+}
+
+// finishDeferred writes the record of a call recorded with its result
+// (recordsWithResult): in one write, the claim, the finished record, the
+// release of a failed call's claim and the events of both the request and
+// the result, durable before the agent is answered. When the claim is held
+// by a call recorded in the meantime (an identical call that raced this
+// one), nothing of this call is kept and the caller is answered with that
+// call, replayed. A result that needs audit records, or a claim whose
+// holder's record is gone, takes the two writes of any other call.
+func (c *call) finishDeferred(ctx context.Context, res *result) error {
+	if res.plain() {
+		done, err := c.writeOnce(ctx, res)
+		if err != nil || done {
+			return err
+		}
+	}
+	limits, charges := c.charges()
+	if err := c.write(ctx, limits, charges); err != nil {
+		return err
+	}
+	if c.replayed {
+		return nil
+	}
+	return c.finish(ctx, res)
+}
+
+// writeOnce is finishDeferred's one write. done is false, with nothing
+// written, when the claim is held by a call whose record is gone.
+func (c *call) writeOnce(ctx context.Context, res *result) (done bool, err error) {
+	end := c.g.now().UTC()
+	phase, outMap := resultOutput(res)
+	o := c.newRecord()
+	o.Status = map[string]any{"phase": phase, "startedAt": timestamp(c.now), "completedAt": timestamp(end),
+		"output": outMap, "steps": c.steps.status()}
+	evs := make([]events.Event, 0, 4)
+	evs = append(evs, c.newEvent(events.ToolCallRequested, c.requestedData()))
+	if c.guardianActed() {
+		evs = append(evs, c.newEvent(events.HookDecision, hookDecisionData(resource.HookToolCallRequest, c.decision, c.modified)))
+	}
+	evs = append(evs, c.newEvent(events.ToolCallCompleted, c.completedData(res, phase, end)))
+	if res.decision.Policy != "" {
+		evs = append(evs, c.newEvent(events.HookDecision, hookDecisionData("toolCallResult", res.decision, false)))
+	}
+	cl := c.claim()
+	w := &store.CallWrite{Claim: &cl, Creates: []*resource.Object{o}, Events: evs}
+	if releases(phase) {
+		w.Release = &store.IdempotencyRelease{Namespace: c.p.Namespace, Key: c.key, Call: c.name}
+	}
+	// Created at the request, as a record written before the tool ran.
+	if _, err := w.Prepare(c.now); err != nil {
+		return false, errorf("record tool call: %w", err)
+	}
+	if err := c.g.rec.call(ctx, c.p.Tenant, w, false); err != nil {
+		return false, errorf("record tool call: %w", err)
+	}
+	if w.Holder != "" {
+		holder, err := c.g.read(ctx, c.p.Tenant, c.p.Namespace, w.Holder)
+		if e, ok := apierr.As(err); ok && e.Code == apierr.CodeNotFound {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		c.obj, c.replayed, c.name = holder, true, holder.Metadata.Name
+		return true, nil
+	}
+	c.g.publish(w.Inserted)
+	c.obj = w.Created[0]
+	return true, nil
 }
 
 func cloneMap(m map[string]any) map[string]any {

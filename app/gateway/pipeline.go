@@ -96,6 +96,9 @@ type call struct {
 	obj      *resource.Object
 	replayed bool
 	warnings []string
+	// deferred is set when the record is written once, with the result
+	// (recordsWithResult); obj is nil until then.
+	deferred bool
 	// steps times the steps, for status.steps.
 	steps stepTimes
 }
@@ -188,6 +191,9 @@ func (c *call) run(ctx context.Context) (*Outcome, error) {
 }
 
 func (c *call) phase() string {
+	if c.obj == nil {
+		return ""
+	}
 	p, _ := c.obj.Status["phase"].(string)
 	return p
 }

@@ -39,6 +39,16 @@ func (c *call) record(ctx context.Context) error {
 		return c.recordDenied(ctx, c.denial, events.PolicyDenied)
 	}
 	limits, charges := c.charges()
+	if c.recordsWithResult(limits) {
+		c.deferred = true
+		return c.readClaim(ctx)
+	}
+	return c.write(ctx, limits, charges)
+}
+
+// write writes the call's record before its tool runs: the claim, the
+// charges, the record and its events (see record).
+func (c *call) write(ctx context.Context, limits []policy.Limit, charges []store.UsageCharge) error {
 	if c.batchable(limits) {
 		done, err := c.recordBatched(ctx, charges)
 		if err != nil || done {
@@ -54,9 +64,7 @@ func (c *call) record(ctx context.Context) error {
 	)
 	err := c.g.rec.do(ctx, c.p.Tenant, func(ctx context.Context, tx store.Tx) error {
 		obj, holder, denial, warnings, evs = nil, nil, nil, nil, nil
-		h, err := tx.IdempotencyClaim(ctx, store.IdempotencyClaim{
-			Namespace: c.p.Namespace, Key: c.key, Call: c.name, Now: c.now, Window: c.settings.IdempotencyWindow, Force: c.req.Force,
-		})
+		h, err := tx.IdempotencyClaim(ctx, c.claim())
 		if err != nil {
 			return err
 		}
@@ -174,10 +182,9 @@ func (c *call) recordBatched(ctx context.Context, charges []store.UsageCharge) (
 		creates = append(creates, ap)
 		evs = append(evs, c.newEvent(events.ApprovalRequested, c.approvalData(ap)))
 	}
+	cl := c.claim()
 	w := &store.CallWrite{
-		Claim: &store.IdempotencyClaim{
-			Namespace: c.p.Namespace, Key: c.key, Call: c.name, Now: c.now, Window: c.settings.IdempotencyWindow, Force: c.req.Force,
-		},
+		Claim:   &cl,
 		Charges: charges,
 		Creates: creates,
 		Events:  evs,
@@ -207,6 +214,52 @@ func (c *call) recordBatched(ctx context.Context, charges []store.UsageCharge) (
 	c.g.publish(w.Inserted)
 	c.obj = w.Created[0]
 	return true, nil
+}
+
+// recordsWithResult reports whether the call is recorded once, with its
+// result, after its tool ran, instead of before it and again after: on a
+// store whose read of a claim is cheap (store.CallWriter.ClaimReadFirst),
+// a read-only call the gateway runs itself, with nothing to wait for
+// (committedEnough), no usage limit to charge before it runs (a hard cap
+// must refuse the call before the tool is reached, a soft one warns with
+// the counter's new value) and no audit record of a modified input. Its
+// tool has no side effect, so running it before the claim is taken
+// repeats nothing a retry would not: a repeated key is found by
+// readClaim before the tool runs, and of two identical first calls
+// racing, both may read, one record wins, and the other call answers
+// with it (finishDeferred).
+func (c *call) recordsWithResult(limits []policy.Limit) bool {
+	return c.g.st.ClaimReadFirst() && c.committedEnough() && len(limits) == 0 && !c.modified
+}
+
+// readClaim is step 5 of a call recorded with its result: one read of the
+// idempotency claim (store.CallWriter.ClaimHolder, one round trip). A call that holds the key (within the window, not
+// released) is answered instead, as when its claim stops a record; a key
+// whose holder's record is gone is taken over by the write.
+func (c *call) readClaim(ctx context.Context) error {
+	h, err := c.g.st.ClaimHolder(ctx, c.p.Tenant, c.claim())
+	if err != nil {
+		return errorf("read idempotency claim: %w", err)
+	}
+	if h == "" {
+		return nil
+	}
+	holder, err := c.g.read(ctx, c.p.Tenant, c.p.Namespace, h)
+	if e, ok := apierr.As(err); ok && e.Code == apierr.CodeNotFound {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	c.obj, c.replayed, c.name = holder, true, holder.Metadata.Name
+	return nil
+}
+
+// claim is the call's idempotency claim.
+func (c *call) claim() store.IdempotencyClaim {
+	return store.IdempotencyClaim{
+		Namespace: c.p.Namespace, Key: c.key, Call: c.name, Now: c.now, Window: c.settings.IdempotencyWindow, Force: c.req.Force,
+	}
 }
 
 // committedEnough reports whether the call's record may be acted on once

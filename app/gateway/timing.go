@@ -27,6 +27,15 @@ const (
 var stepNames = [numSteps]string{"1.resolve", "2.authenticate", "3.classify", "4.policy", "5.record", "6.trace",
 	"approval", "7.invoke", "8.result", "9.output"}
 
+// stepNameValues are stepNames as the values of status.steps entries,
+// converted to interface values once rather than on every call.
+var stepNameValues = func() (v [numSteps]any) {
+	for i, n := range stepNames {
+		v[i] = n
+	}
+	return v
+}()
+
 // StepApproval is the name of a paused call's wait for its approver in
 // status.steps.
 const StepApproval = "approval"
@@ -75,10 +84,10 @@ func (t *stepTimes) status() []any {
 			continue
 		}
 		if i == stepApproval && !t.waitFrom.IsZero() {
-			out = append(out, map[string]any{"name": stepNames[i], "startedAt": timestamp(t.waitFrom)})
+			out = append(out, map[string]any{"name": stepNameValues[i], "startedAt": timestamp(t.waitFrom)})
 			continue
 		}
-		out = append(out, map[string]any{"name": stepNames[i], "durationMs": millis(t.d[i])})
+		out = append(out, map[string]any{"name": stepNameValues[i], "durationMs": millis(t.d[i])})
 	}
 	return out
 }

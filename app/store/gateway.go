@@ -51,6 +51,13 @@ type GatewayTx interface {
 
 // GatewayReader reads the tool gateway's shared state.
 type GatewayReader interface {
+	// IdempotencyHolder returns the call holding a claim that would stop
+	// c, as IdempotencyClaim would, without claiming anything: "" when the
+	// key is unclaimed, released, claimed at or before c.Now minus
+	// c.Window, or c.Force is set. It is one indexed read, for a caller
+	// that wants to know before it acts whether the key is taken; only
+	// IdempotencyClaim decides a race.
+	IdempotencyHolder(ctx context.Context, c IdempotencyClaim) (holder string, err error)
 	// UsageGet returns the counters of keys in the window starting at
 	// windowStart, zero for a counter never charged.
 	UsageGet(ctx context.Context, keys []UsageKey) ([]UsageTotal, error)
@@ -129,6 +136,19 @@ type CallWriter interface {
 	// next batch run while this one is flushed; alone, a durable commit
 	// saves the round trip of Sync.
 	WriteCalls(ctx context.Context, tenant string, ws []*CallWrite, durable bool) error
+	// ClaimHolder is Reader.IdempotencyHolder of tenant on its own, in as
+	// few round trips as the driver can manage (Postgres: one; SQLite: one
+	// statement, no transaction around it): the read a read-only tool call
+	// makes before its tool runs.
+	ClaimHolder(ctx context.Context, tenant string, c IdempotencyClaim) (holder string, err error)
+	// ClaimReadFirst reports whether ClaimHolder costs less than a claim's
+	// share of a batched WriteCalls, so that a read-only call is better
+	// recorded once, with its result, after reading its claim, than
+	// claimed before its tool runs and written again after: true for
+	// SQLite (one prepared statement on a reader connection), false for
+	// Postgres (a round trip and a transaction of its own per call, where
+	// the claim shares a batch's single round trip).
+	ClaimReadFirst() bool
 	// Sync returns when every transaction committed before it was called
 	// is durable. Concurrent calls share the work.
 	Sync(ctx context.Context) error

@@ -30,7 +30,11 @@ const (
 		SET call = excluded.call, claimed_at = excluded.claimed_at, released = false
 		WHERE k.released OR k.claimed_at <= $6 OR $7::boolean
 		RETURNING call`
-	qIdempotencyHolder  = `SELECT call FROM idempotency_keys WHERE tenant_id = $1 AND namespace = $2 AND key = $3`
+	qIdempotencyHolder = `SELECT call FROM idempotency_keys WHERE tenant_id = $1 AND namespace = $2 AND key = $3`
+	// qIdempotencyLive reads the holder of a claim that still blocks
+	// others: not released and claimed after the expiry ($4).
+	qIdempotencyLive = `SELECT call FROM idempotency_keys
+		WHERE tenant_id = $1 AND namespace = $2 AND key = $3 AND NOT released AND claimed_at > $4`
 	qIdempotencyRelease = `UPDATE idempotency_keys SET released = true
 		WHERE tenant_id = $1 AND namespace = $2 AND key = $3 AND call = $4 AND NOT released`
 	// qUsageCharge adds to a counter unless the result would pass a
@@ -83,6 +87,62 @@ func (t *writeTx) IdempotencyClaim(ctx context.Context, c store.IdempotencyClaim
 	}
 	return holder, nil
 }
+
+// IdempotencyHolder returns the call whose claim would stop c, or "".
+func (t *readTx) IdempotencyHolder(ctx context.Context, c store.IdempotencyClaim) (string, error) {
+	c, err := store.PrepareIdempotencyClaim(c, t.s.now())
+	if err != nil || c.Force {
+		return "", err
+	}
+	var holder string
+	err = t.q.QueryRow(ctx, qIdempotencyLive, t.tenant, c.Namespace, c.Key, store.IdempotencyExpiry(c)).Scan(&holder)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return "", interpretError(fmt.Errorf("idempotency holder of %s/%s: %w", c.Namespace, c.Key, err))
+	}
+	return holder, nil
+}
+
+// ClaimHolder is IdempotencyHolder in one round trip: the read-only
+// transaction, its tenant, the read and the commit sent as one batch.
+func (s *Store) ClaimHolder(ctx context.Context, tenant string, c store.IdempotencyClaim) (string, error) {
+	if err := store.CheckTenant(tenant); err != nil {
+		return "", err
+	}
+	c, err := store.PrepareIdempotencyClaim(c, s.now())
+	if err != nil || c.Force {
+		return "", err
+	}
+	b := &pgx.Batch{}
+	b.Queue(`BEGIN READ ONLY`)
+	b.Queue(`SELECT set_config('warden.tenant_id', $1, true)`, tenant)
+	b.Queue(qIdempotencyLive, tenant, c.Namespace, c.Key, store.IdempotencyExpiry(c))
+	b.Queue(`COMMIT`)
+	br := s.pool.SendBatch(ctx, b)
+	var holder string
+	err = func() error {
+		for range 2 {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+		}
+		if err := br.QueryRow().Scan(&holder); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		_, err := br.Exec()
+		return err
+	}()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", interpretError(fmt.Errorf("idempotency holder of %s/%s: %w", c.Namespace, c.Key, err))
+	}
+	return holder, nil
+}
+
+// ClaimReadFirst is false: ClaimHolder is a round trip of its own per
+// call, where a claim in WriteCalls shares its batch's.
+func (s *Store) ClaimReadFirst() bool { return false }
 
 // IdempotencyRelease releases the claim of key if call holds it.
 func (t *writeTx) IdempotencyRelease(ctx context.Context, namespace, key, call string) error {

@@ -26,7 +26,11 @@ const (
 		ON CONFLICT (tenant_id, namespace, key) DO UPDATE
 		SET call = excluded.call, claimed_at = excluded.claimed_at, released = 0
 		WHERE k.released OR k.claimed_at <= ? OR ?`
-	qIdempotencyHolder  = `SELECT call FROM idempotency_keys WHERE tenant_id = ? AND namespace = ? AND key = ?`
+	qIdempotencyHolder = `SELECT call FROM idempotency_keys WHERE tenant_id = ? AND namespace = ? AND key = ?`
+	// qIdempotencyLive reads the holder of a claim that still blocks
+	// others: not released and claimed after the expiry.
+	qIdempotencyLive = `SELECT call FROM idempotency_keys
+		WHERE tenant_id = ? AND namespace = ? AND key = ? AND NOT released AND claimed_at > ?`
 	qIdempotencyRelease = `UPDATE idempotency_keys SET released = 1
 		WHERE tenant_id = ? AND namespace = ? AND key = ? AND call = ? AND NOT released`
 	// qUsageCharge adds to a counter unless the result would pass a
@@ -66,6 +70,41 @@ func (t *writeTx) IdempotencyClaim(ctx context.Context, c store.IdempotencyClaim
 	}
 	return holder, nil
 }
+
+// IdempotencyHolder returns the call whose claim would stop c, or "".
+func (t *readTx) IdempotencyHolder(ctx context.Context, c store.IdempotencyClaim) (string, error) {
+	c, err := store.PrepareIdempotencyClaim(c, t.s.now())
+	if err != nil || c.Force {
+		return "", err
+	}
+	var holder string
+	err = t.q.QueryRowContext(ctx, qIdempotencyLive, t.tenant, c.Namespace, c.Key, store.IdempotencyExpiry(c).UnixMicro()).Scan(&holder)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("idempotency holder of %s/%s: %w", c.Namespace, c.Key, err)
+	}
+	return holder, nil
+}
+
+// ClaimHolder is IdempotencyHolder as one statement on the reader pool,
+// outside a transaction (a statement alone reads one snapshot).
+func (s *Store) ClaimHolder(ctx context.Context, tenant string, c store.IdempotencyClaim) (string, error) {
+	if err := store.CheckTenant(tenant); err != nil {
+		return "", err
+	}
+	c, err := store.PrepareIdempotencyClaim(c, s.now())
+	if err != nil || c.Force {
+		return "", err
+	}
+	var holder string
+	err = s.readStmts[qIdempotencyLive].QueryRowContext(ctx, tenant, c.Namespace, c.Key, store.IdempotencyExpiry(c).UnixMicro()).Scan(&holder)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("idempotency holder of %s/%s: %w", c.Namespace, c.Key, err)
+	}
+	return holder, nil
+}
+
+// ClaimReadFirst is true: ClaimHolder is one prepared statement.
+func (s *Store) ClaimReadFirst() bool { return true }
 
 // IdempotencyRelease releases the claim of key if call holds it.
 func (t *writeTx) IdempotencyRelease(ctx context.Context, namespace, key, call string) error {

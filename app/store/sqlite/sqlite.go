@@ -50,11 +50,13 @@ func (o Options) WithDefaults() Options {
 
 // Store is the SQLite implementation of store.Store.
 type Store struct {
-	writer   *sql.DB
-	reader   *sql.DB
-	stmts    map[string]*sql.Stmt
-	key      []byte
-	notifier *store.Notifier
+	writer *sql.DB
+	reader *sql.DB
+	stmts  map[string]*sql.Stmt
+	// readStmts are statements prepared on the reader pool.
+	readStmts map[string]*sql.Stmt
+	key       []byte
+	notifier  *store.Notifier
 	// configNotifier signals commits that wrote configuration kinds.
 	configNotifier *store.Notifier
 	now            func() time.Time
@@ -152,6 +154,18 @@ func open(ctx context.Context, path string, opts Options, ckpt ckptConfig) (*Sto
 	reader.SetMaxIdleConns(opts.ReadConns)
 	reader.SetConnMaxIdleTime(0)
 	s.reader = reader
+	// The reads of every tool call, prepared once per reader connection
+	// (database/sql keeps each connection's compiled form).
+	s.readStmts = map[string]*sql.Stmt{}
+	for _, q := range []string{qGetObject, qIdempotencyLive} {
+		st, err := reader.PrepareContext(ctx, q)
+		if err != nil {
+			_ = writer.Close()
+			_ = reader.Close()
+			return nil, fmt.Errorf("sqlite: prepare %q: %w", q, err)
+		}
+		s.readStmts[q] = st
+	}
 	// SQLite's automatic checkpoint runs inside the commit that crosses
 	// the threshold and stalls every writer queued behind it (the tail of
 	// the gateway's latency). Commits never checkpoint here; a connection
@@ -401,6 +415,9 @@ func (s *Store) Close() error {
 	for _, st := range s.stmts {
 		errs = append(errs, st.Close())
 	}
+	for _, st := range s.readStmts {
+		errs = append(errs, st.Close())
+	}
 	// A final checkpoint folds the log into the file.
 	if _, err := s.checkpointer.Exec("PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
 		s.log.Warn("sqlite: final checkpoint", "err", err)
@@ -437,7 +454,7 @@ func (s *Store) View(ctx context.Context, tenant string, fn func(ctx context.Con
 		return fmt.Errorf("sqlite: begin read: %w", err)
 	}
 	defer func() { _ = sqlTx.Rollback() }()
-	if err := fn(ctx, &readTx{q: sqlTx, s: s, tenant: tenant}); err != nil {
+	if err := fn(ctx, &readTx{q: &stmtQuerier{tx: sqlTx, base: s.readStmts}, s: s, tenant: tenant}); err != nil {
 		return err
 	}
 	if err := sqlTx.Commit(); err != nil {

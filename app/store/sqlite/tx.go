@@ -45,7 +45,8 @@ type querier interface {
 
 // stmtQuerier runs the statements prepared at Open through the write
 // transaction (re-using their compiled form: SQLite parsing is a large part
-// of a small write) and everything else directly.
+// of a small write) and everything else directly. Read transactions use it
+// too, with the statements prepared on the reader pool.
 type stmtQuerier struct {
 	tx    *sql.Tx
 	base  map[string]*sql.Stmt
@@ -61,6 +62,9 @@ func (q *stmtQuerier) stmt(ctx context.Context, query string) *sql.Stmt {
 		return nil
 	}
 	st := q.tx.StmtContext(ctx, base)
+	if q.local == nil {
+		q.local = map[string]*sql.Stmt{}
+	}
 	q.local[query] = st
 	return st
 }

@@ -168,6 +168,75 @@ func testIdempotencyClaim(t *testing.T, s store.Store) {
 	require.Zero(t, version(t, s, tenant), "claims are not resource writes")
 }
 
+// holderOf reads the holder that would stop c, in a View.
+func holderOf(t testing.TB, s store.Store, tenant string, c store.IdempotencyClaim) string {
+	t.Helper()
+	var holder string
+	require.NoError(t, s.View(context.Background(), tenant, func(ctx context.Context, r store.Reader) error {
+		var err error
+		holder, err = r.IdempotencyHolder(ctx, c)
+		return err
+	}))
+	alone, err := s.ClaimHolder(context.Background(), tenant, c)
+	require.NoError(t, err)
+	require.Equal(t, holder, alone, "ClaimHolder reads what IdempotencyHolder reads")
+	return holder
+}
+
+// testIdempotencyHolder: the read of a claim answers what a claim would,
+// through the lifecycle, and changes nothing.
+func testIdempotencyHolder(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	tenant := NewTenant()
+	t0 := time.Date(2030, 1, 2, 3, 4, 5, 123456789, time.UTC)
+	at := func(call string, d time.Duration) store.IdempotencyClaim {
+		return store.IdempotencyClaim{Namespace: "default", Key: "k1", Call: call, Now: t0.Add(d), Window: time.Hour}
+	}
+
+	require.Empty(t, holderOf(t, s, tenant, at("call-1", 0)), "an unclaimed key has no holder")
+	require.Empty(t, holderOf(t, s, tenant, at("call-1", 0)), "reading does not claim")
+	require.Empty(t, claim(t, s, tenant, at("call-1", 0)))
+	require.Equal(t, "call-1", holderOf(t, s, tenant, at("call-2", time.Minute)), "a held key names its holder")
+	require.Equal(t, "call-1", holderOf(t, s, tenant, at("call-2", time.Hour-time.Microsecond)), "a claim blocks for its whole window")
+	require.Equal(t, "call-1", holderOf(t, s, tenant, at("call-2", -time.Hour)), "a clock behind the claim does not expire it")
+	require.Empty(t, holderOf(t, s, tenant, at("call-2", time.Hour)), "a claim as old as the window has expired")
+	forced := at("call-2", time.Minute)
+	forced.Force = true
+	require.Empty(t, holderOf(t, s, tenant, forced), "force is stopped by no claim")
+	other := at("call-2", time.Minute)
+	other.Namespace = "other"
+	require.Empty(t, holderOf(t, s, tenant, other), "keys are scoped by namespace")
+	require.Empty(t, holderOf(t, s, NewTenant(), at("call-2", time.Minute)), "keys are scoped by tenant")
+
+	release(t, s, tenant, "default", "k1", "call-1")
+	require.Empty(t, holderOf(t, s, tenant, at("call-2", 2*time.Minute)), "a released claim stops nobody")
+	require.Empty(t, claim(t, s, tenant, at("call-2", 2*time.Minute)))
+	require.Equal(t, "call-2", holderOf(t, s, tenant, at("call-3", 3*time.Minute)), "the new claim holds from its own time")
+
+	// Inside a transaction the read sees the transaction's own claim.
+	require.NoError(t, s.Update(ctx, tenant, func(ctx context.Context, tx store.Tx) error {
+		c := store.IdempotencyClaim{Namespace: "default", Key: "k2", Call: "x", Now: t0, Window: time.Hour}
+		holder, err := tx.IdempotencyClaim(ctx, c)
+		require.NoError(t, err)
+		require.Empty(t, holder)
+		c.Call = "y"
+		holder, err = tx.IdempotencyHolder(ctx, c)
+		require.NoError(t, err)
+		require.Equal(t, "x", holder)
+		return nil
+	}))
+
+	err := s.View(ctx, tenant, func(ctx context.Context, r store.Reader) error {
+		_, err := r.IdempotencyHolder(ctx, store.IdempotencyClaim{Namespace: "default", Call: "a", Now: t0})
+		return err
+	})
+	require.Error(t, err, "a key is required")
+	_, err = s.ClaimHolder(ctx, tenant, store.IdempotencyClaim{Namespace: "default", Call: "a", Now: t0})
+	require.Error(t, err, "a key is required")
+	_, err = s.ClaimHolder(ctx, "", store.IdempotencyClaim{Namespace: "default", Key: "k1", Call: "a", Now: t0})
+	require.ErrorIs(t, err, store.ErrNoTenant)
+}
+
 // testIdempotencyConcurrent: many transactions claiming one key at once
 // (really at once on a shared backend) elect exactly one holder.
 func testIdempotencyConcurrent(t *testing.T, s store.Store) {

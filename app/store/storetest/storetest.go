@@ -66,6 +66,7 @@ func Run(t *testing.T, open OpenFunc) {
 		{"SigningKeys", testSigningKeys},
 		{"MasterKeyFingerprint", testMasterKeyFingerprint},
 		{"IdempotencyClaim", testIdempotencyClaim},
+		{"IdempotencyHolder", testIdempotencyHolder},
 		{"GatewaySweep", testGatewaySweep},
 		{"IdempotencyConcurrent", testIdempotencyConcurrent},
 		{"UsageCharge", testUsageCharge},
