@@ -89,6 +89,9 @@ type catalog struct {
 }
 
 type catalogEntry struct {
+	// gen is the store's configuration generation of the tenant read
+	// before the snapshot was loaded: a later commit makes it stale.
+	gen   uint64
 	ready chan struct{}
 	snap  *snapshot
 	err   error
@@ -107,10 +110,14 @@ func (c *catalog) invalidate(tenant string) {
 
 // get returns tenant's snapshot, loading it when needed.
 func (c *catalog) get(ctx context.Context, tenant string) (*snapshot, error) {
+	// The generation moves as a configuration commit returns, before its
+	// signal reaches invalidate: a call made after an apply answered is
+	// never judged by the tools and policies from before it.
+	gen := c.st.ConfigGeneration(tenant)
 	c.mu.Lock()
 	e, ok := c.entries[tenant]
-	if !ok {
-		e = &catalogEntry{ready: make(chan struct{})}
+	if !ok || e.gen < gen {
+		e = &catalogEntry{ready: make(chan struct{}), gen: gen}
 		c.entries[tenant] = e
 		c.mu.Unlock()
 		e.snap, e.err = c.load(context.WithoutCancel(ctx), tenant)

@@ -138,8 +138,9 @@ type Service struct {
 
 	mu sync.Mutex
 	// servers caches MCPServers per tenant for calls; a configuration
-	// commit drops the tenant's entries.
-	servers map[string]map[string]*resource.Object
+	// commit drops the tenant's entries, and an entry older than the
+	// tenant's Store.ConfigGeneration is reloaded by the next call.
+	servers map[string]*serverCache
 	agents  *agentServers
 	stop    []func()
 	base    context.Context
@@ -157,7 +158,7 @@ func New(cfg Config) (*Service, error) {
 	s := &Service{
 		cfg: cfg, st: cfg.Store, log: cfg.Logger, now: cfg.Now, http: cfg.HTTPClient,
 		sess:    sessions{m: map[string]*sessionEntry{}},
-		servers: map[string]map[string]*resource.Object{},
+		servers: map[string]*serverCache{},
 		base:    base, cancel: cancel,
 	}
 	s.agents = newAgentServers(s)
@@ -193,12 +194,22 @@ func (s *Service) invalidate(tenant string) {
 	s.stdio.reconcile(tenant)
 }
 
-// server returns an MCPServer, from the tenant's cache when it has one.
+// serverCache is a tenant's MCPServers by "namespace/name", loaded after
+// the tenant's configuration generation gen was read.
+type serverCache struct {
+	gen uint64
+	m   map[string]*resource.Object
+}
+
+// server returns an MCPServer, from the tenant's cache when it has one
+// that no configuration commit has made stale: a quarantine or a pin that
+// an apply committed applies to every call made after it answered.
 func (s *Service) server(ctx context.Context, tenant, ns, name string) (*resource.Object, error) {
+	gen := s.st.ConfigGeneration(tenant)
 	s.mu.Lock()
-	m := s.servers[tenant]
+	c := s.servers[tenant]
 	s.mu.Unlock()
-	if m == nil {
+	if c == nil || c.gen < gen {
 		var all []*resource.Object
 		err := s.st.View(ctx, tenant, func(ctx context.Context, r store.Reader) error {
 			var err error
@@ -208,15 +219,17 @@ func (s *Service) server(ctx context.Context, tenant, ns, name string) (*resourc
 		if err != nil {
 			return nil, fmt.Errorf("mcp: list MCP servers: %w", err)
 		}
-		m = make(map[string]*resource.Object, len(all))
+		c = &serverCache{gen: gen, m: make(map[string]*resource.Object, len(all))}
 		for _, o := range all {
-			m[o.Metadata.Namespace+"/"+o.Metadata.Name] = o
+			c.m[o.Metadata.Namespace+"/"+o.Metadata.Name] = o
 		}
 		s.mu.Lock()
-		s.servers[tenant] = m
+		if cur := s.servers[tenant]; cur == nil || cur.gen <= gen {
+			s.servers[tenant] = c
+		}
 		s.mu.Unlock()
 	}
-	return m[ns+"/"+name], nil
+	return c.m[ns+"/"+name], nil
 }
 
 // onEvent discovers an MCPServer once it is applied.

@@ -55,7 +55,8 @@ type agentRoute struct {
 }
 
 // catalog caches one snapshot per tenant; a configuration commit
-// (Store.ListenConfig) drops the tenant's snapshot.
+// (Store.ListenConfig) drops the tenant's snapshot, and a snapshot older
+// than the tenant's Store.ConfigGeneration is reloaded by the next call.
 type catalog struct {
 	st      store.Store
 	engine  *policy.Engine
@@ -69,6 +70,9 @@ type catalog struct {
 }
 
 type catalogEntry struct {
+	// gen is the store's configuration generation of the tenant read
+	// before the snapshot was loaded: a later commit makes it stale.
+	gen   uint64
 	ready chan struct{}
 	snap  *snapshot
 	err   error
@@ -81,10 +85,14 @@ func (c *catalog) invalidate(tenant string) {
 }
 
 func (c *catalog) get(ctx context.Context, tenant string) (*snapshot, error) {
+	// The generation moves as a configuration commit returns, before its
+	// signal reaches invalidate: a call made after an apply answered never
+	// sees the configuration from before it.
+	gen := c.st.ConfigGeneration(tenant)
 	c.mu.Lock()
 	e, ok := c.entries[tenant]
-	if !ok {
-		e = &catalogEntry{ready: make(chan struct{})}
+	if !ok || e.gen < gen {
+		e = &catalogEntry{ready: make(chan struct{}), gen: gen}
 		c.entries[tenant] = e
 		c.mu.Unlock()
 		e.snap, e.err = c.load(context.WithoutCancel(ctx), tenant)

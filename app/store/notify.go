@@ -1,6 +1,9 @@
 package store
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // Notifier fans "tenant changed" signals out to listeners without ever
 // blocking the caller: each listener has its own goroutine and a coalescing
@@ -12,6 +15,20 @@ type Notifier struct {
 	mu     sync.Mutex
 	subs   map[*subscriber]struct{}
 	closed bool
+	// gens counts the signals per tenant (*atomic.Uint64), bumped before
+	// any listener wakes, so a cache may compare it on every read.
+	gens sync.Map
+}
+
+// Generation returns how many times tenant was signalled. It moves before
+// Notify returns, so a reader that compares it with the value it loaded its
+// cache at sees a commit that finished before it asked, while the
+// listeners' goroutines may not have run yet.
+func (n *Notifier) Generation(tenant string) uint64 {
+	if g, ok := n.gens.Load(tenant); ok {
+		return g.(*atomic.Uint64).Load()
+	}
+	return 0
 }
 
 type subscriber struct {
@@ -60,6 +77,11 @@ func (n *Notifier) Listen(fn func(tenant string)) (stop func()) {
 // Notify signals every listener that tenant changed. It never blocks on a
 // listener.
 func (n *Notifier) Notify(tenant string) {
+	g, ok := n.gens.Load(tenant)
+	if !ok {
+		g, _ = n.gens.LoadOrStore(tenant, new(atomic.Uint64))
+	}
+	g.(*atomic.Uint64).Add(1)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for s := range n.subs {

@@ -66,3 +66,22 @@ func TestNotifierStopFromCallback(t *testing.T) {
 	require.Len(t, called, 0, "no call after stop")
 	n.Notify("c") // after Close: no listeners, no panic
 }
+
+// TestNotifierGeneration: the generation moves before Notify returns, even
+// while every listener is stuck, and only for the tenant signalled.
+func TestNotifierGeneration(t *testing.T) {
+	t.Parallel()
+	n := store.NewNotifier()
+	defer n.Close()
+	block := make(chan struct{})
+	defer close(block)
+	stop := n.Listen(func(string) { <-block })
+	defer stop()
+
+	require.Zero(t, n.Generation("a"))
+	n.Notify("a")
+	require.Equal(t, uint64(1), n.Generation("a"))
+	n.Notify("a")
+	require.Equal(t, uint64(2), n.Generation("a"))
+	require.Zero(t, n.Generation("b"))
+}

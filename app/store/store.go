@@ -61,6 +61,12 @@ type Store interface {
 	// (resource.IsRecordKind): caches of tools, agents and policies use it
 	// so that the gateway's own ToolCall writes do not invalidate them.
 	ListenConfig(fn func(tenant string)) (stop func())
+	// ConfigGeneration counts the commits that wrote a configuration kind
+	// of tenant, as ListenConfig signals them; it moves before the commit
+	// returns (on Postgres, for another replica's commit, when its
+	// notification arrives). A cache compares it on every read, so a call
+	// made after an apply answered sees that apply on this replica.
+	ConfigGeneration(tenant string) uint64
 
 	// APIKeyLookup finds an API key by the SHA-256 hex of its secret, across
 	// tenants. It is the only cross-tenant read and returns ErrNotFound for

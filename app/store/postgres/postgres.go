@@ -224,6 +224,12 @@ func (s *Store) ListenConfig(fn func(tenant string)) (stop func()) {
 	return s.configNotifier.Listen(fn)
 }
 
+// ConfigGeneration counts the configuration commits of tenant this store
+// has seen; see store.Store.
+func (s *Store) ConfigGeneration(tenant string) uint64 {
+	return s.configNotifier.Generation(tenant)
+}
+
 // listen keeps one dedicated connection LISTENing on the change channel,
 // reconnecting with backoff, and forwards each notification in-process.
 func (s *Store) listen(ctx context.Context) {

@@ -443,6 +443,12 @@ func (s *Store) ListenConfig(fn func(tenant string)) (stop func()) {
 	return s.configNotifier.Listen(fn)
 }
 
+// ConfigGeneration counts the configuration commits of tenant this store
+// has seen; see store.Store.
+func (s *Store) ConfigGeneration(tenant string) uint64 {
+	return s.configNotifier.Generation(tenant)
+}
+
 // View runs fn in a read transaction on the reader pool; WAL gives it a
 // consistent snapshot from its first read.
 func (s *Store) View(ctx context.Context, tenant string, fn func(ctx context.Context, tx store.Reader) error) error {
