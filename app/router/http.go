@@ -1,14 +1,16 @@
 package router
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"net/http"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/gofiber/fiber/v2"
 
 	"github.com/warden-dev/warden/app/apierr"
 	"github.com/warden-dev/warden/app/auth"
@@ -30,76 +32,208 @@ const (
 	HeaderModel = "Warden-Model"
 )
 
-// Handler returns the router's HTTP handler (port 8083).
-func (r *Router) Handler() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
-	mux.Handle("POST /v1/model/respond", r.limited(r.authed(r.handleRespond(false)), writeError))
-	mux.Handle("POST /v1/model/stream", r.limited(r.authed(r.handleRespond(true)), writeError))
-	mux.Handle("POST /v1/chat/completions", r.limited(r.authed(r.handleRespond(false)), writeError))
-	mux.Handle("POST /v1/embeddings", r.limited(r.authed(http.HandlerFunc(r.handleEmbeddings)), writeError))
-	mux.Handle("POST /v1/messages", r.limited(r.authed(http.HandlerFunc(r.handleMessages)), writeAnthError))
-	mux.Handle("GET /v1/models", r.authed(http.HandlerFunc(r.handleModels)))
-	mux.Handle("GET /v1/models/capabilities", r.authed(http.HandlerFunc(r.handleCapabilities)))
-	mux.Handle("GET /v1/route/{name}/explain", r.authed(http.HandlerFunc(r.handleExplain)))
-	mux.HandleFunc("/", func(w http.ResponseWriter, hr *http.Request) {
-		writeError(w, apierr.New(apierr.CodeNotFound, "no route %s %s on the model router", hr.Method, hr.URL.Path))
+// App returns the router's Fiber application (port 8083).
+func (r *Router) App() *fiber.App {
+	t := r.cfg.Timeouts
+	app := fiber.New(t.FiberConfig(fiber.Config{
+		AppName:   "warden-router",
+		BodyLimit: int(r.cfg.MaxBodyBytes),
+		// connLimit keeps the connections to MaxConns; fasthttp's own
+		// limit, whose refusal is not in the documented shape, is set
+		// above it for a connection closed whose worker has not ended.
+		Concurrency:           r.cfg.MaxConns + r.cfg.MaxInFlight,
+		DisableStartupMessage: true,
+		ErrorHandler:          r.errorHandler,
+	}))
+	t.Harden(app)
+	app.Use(listener.RequestID, listener.Recover(r.log))
+	app.Get("/healthz", func(c *fiber.Ctx) error { return c.SendString("ok") })
+	app.Post("/v1/model/respond", r.handle(r.limited(r.authed(r.handleRespond(false), writeError), writeError)))
+	app.Post("/v1/model/stream", r.handle(r.limited(r.authed(r.handleRespond(true), writeError), writeError)))
+	app.Post("/v1/chat/completions", r.handle(r.limited(r.authed(r.handleRespond(false), writeError), writeError)))
+	app.Post("/v1/embeddings", r.handle(r.limited(r.authed(r.handleEmbeddings, writeError), writeError)))
+	app.Post("/v1/messages", r.handle(r.limited(r.authed(r.handleMessages, writeAnthError), writeAnthError)))
+	app.Get("/v1/models", r.handle(r.authed(r.handleModels, writeError)))
+	app.Get("/v1/models/capabilities", r.handle(r.authed(r.handleCapabilities, writeError)))
+	app.Get("/v1/route/:name/explain", r.handle(r.authed(r.handleExplain, writeError)))
+	app.Use(func(c *fiber.Ctx) error {
+		return apierr.New(apierr.CodeNotFound, "no route %s %s on the model router", c.Method(), c.Path())
 	})
-	return r.recoverPanics(mux)
+	return app
 }
 
-// recoverPanics turns a panic into a 500 with the error body naming the
-// request id (listener.RecoverHTTPWith).
-func (r *Router) recoverPanics(next http.Handler) http.Handler {
-	return listener.RecoverHTTPWith(next, r.log, func(w http.ResponseWriter, _ *http.Request, requestID string) {
-		writeError(w, listener.InternalError(requestID))
-	})
+// errorHandler answers the errors that reach Fiber (an unknown route, a
+// body over the limit, a panic) in the wire format of the path.
+func (r *Router) errorHandler(c *fiber.Ctx, err error) error {
+	e, ok := apierr.As(err)
+	if !ok {
+		var fe *fiber.Error
+		switch {
+		case errors.As(err, &fe) && fe.Code == fiber.StatusRequestEntityTooLarge:
+			e = tooLarge(r.cfg.MaxBodyBytes)
+		case errors.As(err, &fe) && fe.Code == fiber.StatusNotFound:
+			e = apierr.New(apierr.CodeNotFound, "no route %s %s on the model router", c.Method(), c.Path())
+		case errors.As(err, &fe) && fe.Code < 500:
+			e = invalid("%s", fe.Message)
+		default:
+			id := listener.RequestIDOf(c)
+			r.log.ErrorContext(c.UserContext(), "model router internal error", "err", err, "method", c.Method(),
+				"path", c.Path(), "requestId", id)
+			e = listener.InternalError(id)
+		}
+	}
+	w := &reply{c: c}
+	if c.Path() == "/v1/messages" {
+		writeAnthError(w, e)
+	} else {
+		writeError(w, e)
+	}
+	return nil
 }
 
-type principalKey struct{}
+func tooLarge(limit int64) *apierr.Error {
+	return apierr.New(apierr.CodePayloadTooLarge, "the request body is larger than the limit of %d bytes", limit)
+}
+
+// reply is one call's request, as far as the router keeps it, and its
+// answer under construction. Fiber reuses its request and response once
+// the handler returns, so what a reply keeps of the request is copied; a
+// streamed answer is written by a stream writer after the handler
+// returned, through bw, and no longer touches c.
+type reply struct {
+	// ctx is the call's context, cancelled when the caller goes away.
+	ctx context.Context
+	p   auth.Principal
+	// c is the request and response, nil once the answer streams.
+	c *fiber.Ctx
+	// bw is the streamed answer, set while the stream writer runs.
+	bw *bufio.Writer
+	// rest writes the rest of a streamed answer (stream).
+	rest func()
+	// done runs once the answer is written (after).
+	done []func()
+}
+
+// header returns the request header name, copied.
+func (w *reply) header(name string) string { return strings.Clone(w.c.Get(name)) }
+
+// query returns the query parameter name, copied.
+func (w *reply) query(name string) string { return strings.Clone(w.c.Query(name)) }
+
+func (w *reply) set(name, value string) { w.c.Set(name, value) }
+
+func (w *reply) add(name, value string) { w.c.Response().Header.Add(name, value) }
+
+func (w *reply) status(code int) { w.c.Status(code) }
+
+// Write appends to the answer's body, or writes to its stream.
+func (w *reply) Write(b []byte) (int, error) {
+	if w.bw != nil {
+		return w.bw.Write(b)
+	}
+	w.c.Response().AppendBody(b)
+	return len(b), nil
+}
+
+// flush sends what a stream holds; an error says the caller went away.
+func (w *reply) flush() error {
+	if w.bw == nil {
+		return nil
+	}
+	return w.bw.Flush()
+}
+
+// stream ends the handler with the answer's status and headers set, and
+// has rest write the body as a stream. rest must not use Fiber's context.
+func (w *reply) stream(rest func()) { w.rest = rest }
+
+// handle serves h on Fiber. The call's context ends when the caller goes
+// away or the answer is written.
+func (r *Router) handle(h func(*reply)) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		ctx, cancel := context.WithCancel(c.UserContext())
+		w := &reply{c: c, ctx: ctx}
+		w.after(watch(c.Context().Conn(), cancel))
+		w.after(cancel)
+		r.serveReply(c, w, h)
+		return nil
+	}
+}
+
+// after has f run once the answer is written (in order of the calls).
+func (w *reply) after(f func()) { w.done = append(w.done, f) }
+
+func (w *reply) finish() {
+	for _, f := range w.done {
+		f()
+	}
+}
+
+// serveReply runs h; a streamed answer then goes on in a stream writer,
+// which finishes the reply when it ends (and recovers from a panic, which
+// Fiber's Recover no longer sees).
+func (r *Router) serveReply(c *fiber.Ctx, w *reply, h func(*reply)) {
+	streaming := false
+	defer func() {
+		if !streaming {
+			w.finish()
+		}
+	}()
+	h(w)
+	if w.rest == nil {
+		return
+	}
+	streaming = true
+	id := listener.RequestIDOf(c)
+	w.c = nil
+	c.Context().SetBodyStreamWriter(func(bw *bufio.Writer) {
+		defer w.finish()
+		defer listener.LogPanic(w.ctx, r.log, "model router stream", id)
+		w.bw = bw
+		w.rest()
+		w.bw = nil
+	})
+}
 
 // authed verifies the credential: a workload token of audience
 // warden:model-router, an API key or a person's token, as the tool
-// gateway does. Anthropic's SDK sends its key as x-api-key.
-func (r *Router) authed(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, hr *http.Request) {
-		header := hr.Header.Get("Authorization")
+// gateway does. Anthropic's SDK sends its key as x-api-key. fail answers
+// an error in the caller's wire format.
+func (r *Router) authed(next func(*reply), fail func(*reply, *apierr.Error)) func(*reply) {
+	return func(w *reply) {
+		header := w.header(fiber.HeaderAuthorization)
 		if header == "" {
-			if k := hr.Header.Get("x-api-key"); k != "" {
+			if k := w.c.Get("x-api-key"); k != "" {
 				header = "Bearer " + k
 			}
 		}
-		p, err := r.cfg.Authn.Authenticate(hr.Context(), header)
+		p, err := r.cfg.Authn.Authenticate(w.ctx, header)
 		if err != nil {
 			if errors.Is(err, auth.ErrUnauthenticated) {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="warden-model-router"`)
-				writeError(w, apierr.New(apierr.CodeUnauthenticated,
+				w.set(fiber.HeaderWWWAuthenticate, `Bearer realm="warden-model-router"`)
+				fail(w, apierr.New(apierr.CodeUnauthenticated,
 					"a valid credential is required: send Authorization: Bearer <workload token for audience warden:model-router, or an API key>"))
 				return
 			}
-			writeError(w, internal(r, hr.Context(), err))
+			fail(w, internal(r, w.ctx, err))
 			return
 		}
-		ctx := auth.WithPrincipal(hr.Context(), p)
-		next.ServeHTTP(w, hr.WithContext(context.WithValue(ctx, principalKey{}, p)))
-	})
-}
-
-func principalOf(hr *http.Request) auth.Principal {
-	p, _ := hr.Context().Value(principalKey{}).(auth.Principal)
-	return p
+		w.ctx, w.p = auth.WithPrincipal(w.ctx, p), p
+		next(w)
+	}
 }
 
 // namespaceOf is the caller's namespace: its credential's, or for a
 // credential valid everywhere the Warden-Namespace header (or
 // ?namespace=), default "default".
-func namespaceOf(hr *http.Request, p auth.Principal) (string, *apierr.Error) {
+func namespaceOf(w *reply) (string, *apierr.Error) {
+	p := w.p
 	if p.Namespace != "" && p.Namespace != auth.AllNamespaces {
 		return p.Namespace, nil
 	}
-	ns := hr.Header.Get(HeaderNamespace)
+	ns := w.header(HeaderNamespace)
 	if ns == "" {
-		ns = hr.URL.Query().Get("namespace")
+		ns = w.query("namespace")
 	}
 	if ns == "" {
 		ns = "default"
@@ -110,30 +244,21 @@ func namespaceOf(hr *http.Request, p auth.Principal) (string, *apierr.Error) {
 	return ns, nil
 }
 
-// readBody reads a request body up to the limit.
-func (r *Router) readBody(w http.ResponseWriter, hr *http.Request) ([]byte, *apierr.Error) {
-	if hr.ContentLength > r.cfg.MaxBodyBytes {
-		return nil, apierr.New(apierr.CodePayloadTooLarge, "the request body is larger than the limit of %d bytes", r.cfg.MaxBodyBytes)
+// readBody returns a copy of the request body; Fiber has read it, within
+// the size limit (BodyLimit) and the read timeout (Timeouts.Harden).
+func (r *Router) readBody(w *reply) ([]byte, *apierr.Error) {
+	b := w.c.Body()
+	if int64(len(b)) > r.cfg.MaxBodyBytes {
+		return nil, tooLarge(r.cfg.MaxBodyBytes)
 	}
-	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Now().Add(r.cfg.Timeouts.WithDefaults().Read))
-	b, err := io.ReadAll(http.MaxBytesReader(w, hr.Body, r.cfg.MaxBodyBytes))
-	_ = rc.SetReadDeadline(time.Time{})
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, apierr.New(apierr.CodePayloadTooLarge, "the request body is larger than the limit of %d bytes", r.cfg.MaxBodyBytes)
-		}
-		return nil, invalid("read the request body: %s", err)
-	}
-	return b, nil
+	return bytes.Clone(b), nil
 }
 
 // handleRespond serves POST /v1/model/respond, /v1/model/stream and
 // /v1/chat/completions; the stream path streams whatever the body says.
-func (r *Router) handleRespond(stream bool) http.HandlerFunc {
-	return func(w http.ResponseWriter, hr *http.Request) {
-		body, e := r.readBody(w, hr)
+func (r *Router) handleRespond(stream bool) func(*reply) {
+	return func(w *reply) {
+		body, e := r.readBody(w)
 		if e != nil {
 			writeError(w, e)
 			return
@@ -147,13 +272,13 @@ func (r *Router) handleRespond(stream bool) http.HandlerFunc {
 			req.Stream = true
 			req.raw["stream"] = json.RawMessage("true")
 		}
-		r.chat(w, hr, req, openAIResponder{})
+		r.chat(w, req, openAIResponder{})
 	}
 }
 
-func (r *Router) chat(w http.ResponseWriter, hr *http.Request, req *ChatRequest, resp responder) {
-	ctx := hr.Context()
-	c, e := r.newCall(ctx, principalOf(hr), hr, opChat, req.Model, req.Execution)
+func (r *Router) chat(w *reply, req *ChatRequest, resp responder) {
+	ctx := w.ctx
+	c, e := r.newCall(ctx, w, opChat, req.Model, req.Execution)
 	if e != nil {
 		resp.fail(w, e)
 		return
@@ -162,8 +287,8 @@ func (r *Router) chat(w http.ResponseWriter, hr *http.Request, req *ChatRequest,
 	c.serve(ctx, w, resp)
 }
 
-func (r *Router) handleEmbeddings(w http.ResponseWriter, hr *http.Request) {
-	body, e := r.readBody(w, hr)
+func (r *Router) handleEmbeddings(w *reply) {
+	body, e := r.readBody(w)
 	if e != nil {
 		writeError(w, e)
 		return
@@ -187,51 +312,49 @@ func (r *Router) handleEmbeddings(w http.ResponseWriter, hr *http.Request) {
 		writeError(w, invalid("input is required: a string, an array of strings or of token arrays"))
 		return
 	}
-	c, e := r.newCall(hr.Context(), principalOf(hr), hr, opEmbeddings, model, execution)
+	c, e := r.newCall(w.ctx, w, opEmbeddings, model, execution)
 	if e != nil {
 		writeError(w, e)
 		return
 	}
 	c.embed = raw
 	c.dec.Needs.Tokens = int64(len(raw["input"]) / 4)
-	c.serve(hr.Context(), w, openAIResponder{})
+	c.serve(w.ctx, w, openAIResponder{})
 }
 
 // responder writes answers in the caller's wire format.
 type responder interface {
 	// answer writes a non-streamed answer (OpenAI JSON).
-	answer(w http.ResponseWriter, body []byte) error
+	answer(w *reply, body []byte) error
 	// begin starts a stream.
-	begin(w http.ResponseWriter)
+	begin(w *reply)
 	// chunk writes one chunk (OpenAI chunk JSON) and flushes it.
-	chunk(w http.ResponseWriter, data []byte) error
+	chunk(w *reply, data []byte) error
 	// end ends a stream that completed.
-	end(w http.ResponseWriter, u Usage) error
+	end(w *reply, u Usage) error
 	// streamError ends a stream that failed.
-	streamError(w http.ResponseWriter, e *apierr.Error) error
+	streamError(w *reply, e *apierr.Error) error
 	// fail answers an error before any answer was written.
-	fail(w http.ResponseWriter, e *apierr.Error)
+	fail(w *reply, e *apierr.Error)
 }
 
 // openAIResponder writes the OpenAI wire format: JSON, or server-sent
 // events "data: {chunk}" ended by "data: [DONE]".
 type openAIResponder struct{}
 
-func (openAIResponder) answer(w http.ResponseWriter, body []byte) error {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+func (openAIResponder) answer(w *reply, body []byte) error {
+	w.set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 	_, err := w.Write(body)
 	return err
 }
 
-func (openAIResponder) begin(w http.ResponseWriter) { beginSSE(w) }
+func (openAIResponder) begin(w *reply) { beginSSE(w) }
 
-func beginSSE(w http.ResponseWriter) {
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
+func beginSSE(w *reply) {
+	w.set(fiber.HeaderContentType, "text/event-stream")
+	w.set(fiber.HeaderCacheControl, "no-cache")
+	w.set("X-Accel-Buffering", "no")
+	w.status(fiber.StatusOK)
 }
 
 var (
@@ -240,7 +363,7 @@ var (
 	doneEvent  = []byte("data: [DONE]\n\n")
 )
 
-func (openAIResponder) chunk(w http.ResponseWriter, data []byte) error {
+func (openAIResponder) chunk(w *reply, data []byte) error {
 	if _, err := w.Write(dataPrefix); err != nil {
 		return err
 	}
@@ -253,11 +376,9 @@ func (openAIResponder) chunk(w http.ResponseWriter, data []byte) error {
 	return flush(w)
 }
 
-func flush(w http.ResponseWriter) error {
-	return http.NewResponseController(w).Flush()
-}
+func flush(w *reply) error { return w.flush() }
 
-func (openAIResponder) end(w http.ResponseWriter, _ Usage) error {
+func (openAIResponder) end(w *reply, _ Usage) error {
 	if _, err := w.Write(doneEvent); err != nil {
 		return err
 	}
@@ -266,7 +387,7 @@ func (openAIResponder) end(w http.ResponseWriter, _ Usage) error {
 
 // streamError ends an OpenAI stream with an error event, which the
 // OpenAI SDKs raise as an error: data: {"error": {...}}.
-func (openAIResponder) streamError(w http.ResponseWriter, e *apierr.Error) error {
+func (openAIResponder) streamError(w *reply, e *apierr.Error) error {
 	b, _ := json.Marshal(map[string]any{"error": map[string]any{"code": e.Code, "message": e.Message, "type": "server_error", "details": e.Details}})
 	if _, err := w.Write(dataPrefix); err != nil {
 		return err
@@ -276,16 +397,16 @@ func (openAIResponder) streamError(w http.ResponseWriter, e *apierr.Error) error
 	return flush(w)
 }
 
-func (openAIResponder) fail(w http.ResponseWriter, e *apierr.Error) { writeError(w, e) }
+func (openAIResponder) fail(w *reply, e *apierr.Error) { writeError(w, e) }
 
 // writeError writes the documented error body. Its error object also has
 // OpenAI's fields (message, type, code), so the OpenAI SDKs read it.
-func writeError(w http.ResponseWriter, e *apierr.Error) {
+func writeError(w *reply, e *apierr.Error) {
 	if s, ok := e.Details["retryAfterSeconds"].(int64); ok {
-		w.Header().Set("Retry-After", strconv.FormatInt(s, 10))
+		w.set(fiber.HeaderRetryAfter, strconv.FormatInt(s, 10))
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(e.Status())
+	w.set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	w.status(e.Status())
 	_, _ = w.Write(errorBody(e))
 }
 
@@ -317,25 +438,25 @@ func asAPIError(err error) *apierr.Error {
 	return invalid("%s", err)
 }
 
-func writeJSON(w http.ResponseWriter, v any) {
+func writeJSON(w *reply, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		writeError(w, apierr.New(apierr.CodeInternal, "internal error"))
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
+	w.set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 	_, _ = w.Write(b)
 }
 
 // usable returns the Models the caller may call: an agent's route, or
 // every Model of the namespace for others.
-func (r *Router) usable(hr *http.Request) (p auth.Principal, ns string, ms []*modelEntry, e *apierr.Error) {
-	p = principalOf(hr)
-	ns, e = namespaceOf(hr, p)
+func (r *Router) usable(w *reply) (p auth.Principal, ns string, ms []*modelEntry, e *apierr.Error) {
+	p = w.p
+	ns, e = namespaceOf(w)
 	if e != nil {
 		return p, ns, nil, e
 	}
-	ctx := hr.Context()
+	ctx := w.ctx
 	if err := r.cfg.Authz.Authorize(ctx, p, auth.VerbList, ns, "models"); err != nil {
 		if errors.Is(err, auth.ErrForbidden) {
 			return p, ns, nil, apierr.New(apierr.CodeForbidden, "%s may not list models in namespace %q", p.Subject, ns)
@@ -366,8 +487,8 @@ func (r *Router) usable(hr *http.Request) (p auth.Principal, ns string, ms []*mo
 }
 
 // handleModels serves GET /v1/models in OpenAI's format.
-func (r *Router) handleModels(w http.ResponseWriter, hr *http.Request) {
-	_, _, ms, e := r.usable(hr)
+func (r *Router) handleModels(w *reply) {
+	_, _, ms, e := r.usable(w)
 	if e != nil {
 		writeError(w, e)
 		return
@@ -413,8 +534,8 @@ type CapabilityList struct {
 	Items     []Capability `json:"items"`
 }
 
-func (r *Router) handleCapabilities(w http.ResponseWriter, hr *http.Request) {
-	_, ns, ms, e := r.usable(hr)
+func (r *Router) handleCapabilities(w *reply) {
+	_, ns, ms, e := r.usable(w)
 	if e != nil {
 		writeError(w, e)
 		return
@@ -441,19 +562,19 @@ type Explanation struct {
 // handleExplain serves GET /v1/route/{name}/explain?execution=: the
 // recorded decisions of that execution on that route. An agent reads its
 // own decisions; others need to read executions in the namespace.
-func (r *Router) handleExplain(w http.ResponseWriter, hr *http.Request) {
-	p := principalOf(hr)
-	ns, e := namespaceOf(hr, p)
+func (r *Router) handleExplain(w *reply) {
+	p := w.p
+	ns, e := namespaceOf(w)
 	if e != nil {
 		writeError(w, e)
 		return
 	}
-	name, execution := hr.PathValue("name"), hr.URL.Query().Get("execution")
+	name, execution := strings.Clone(w.c.Params("name")), w.query("execution")
 	if execution == "" {
 		writeError(w, invalid("name the execution with ?execution="))
 		return
 	}
-	ctx := hr.Context()
+	ctx := w.ctx
 	if p.Agent == "" {
 		if err := r.cfg.Authz.Authorize(ctx, p, auth.VerbGet, ns, "executions"); err != nil {
 			if errors.Is(err, auth.ErrForbidden) {

@@ -1,9 +1,13 @@
 package router
 
 import (
+	"context"
+	"errors"
+	"io"
 	"net"
-	"net/http"
+	"os"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -27,42 +31,46 @@ func overloaded(format string, args ...any) *apierr.Error {
 }
 
 // limited serves a model call when fewer than MaxInFlight are being
-// served; fail answers the others in the caller's wire format.
-func (r *Router) limited(next http.Handler, fail func(http.ResponseWriter, *apierr.Error)) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, hr *http.Request) {
+// served, counting it until its answer is written; fail answers the
+// others in the caller's wire format.
+func (r *Router) limited(next func(*reply), fail func(*reply, *apierr.Error)) func(*reply) {
+	return func(w *reply) {
 		if r.inFlight.Add(1) > int64(r.cfg.MaxInFlight) {
 			r.inFlight.Add(-1)
 			fail(w, overloaded("the model router is serving %d calls, as many as it serves at once; retry in a second", r.cfg.MaxInFlight))
 			return
 		}
-		defer r.inFlight.Add(-1)
-		next.ServeHTTP(w, hr)
-	})
+		w.after(func() { r.inFlight.Add(-1) })
+		next(w)
+	}
 }
 
-// connLimit is a listener that refuses connections while max are open;
-// open is kept by the server's ConnState hook. The connections it accepts
-// are returned as they are, so that the server still sees a TLS one.
+// connLimit is a listener that refuses connections while max are open.
+// It counts the connections it hands out until they are closed.
 type connLimit struct {
 	net.Listener
 	max  int64
-	open *atomic.Int64
+	open atomic.Int64
 	// refusal is the whole answer written to a refused connection.
 	refusal []byte
 }
 
-func newConnLimit(ln net.Listener, max int, open *atomic.Int64) *connLimit {
+func newConnLimit(ln net.Listener, max int) *connLimit {
 	body := errorBody(overloaded("the model router has %d connections open, as many as it keeps; retry in a second", max))
 	head := "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: " + strconv.Itoa(retryAfter) +
 		"\r\nConnection: close\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n"
-	return &connLimit{Listener: ln, max: int64(max), open: open, refusal: append([]byte(head), body...)}
+	return &connLimit{Listener: ln, max: int64(max), refusal: append([]byte(head), body...)}
 }
 
 func (l *connLimit) Accept() (net.Conn, error) {
 	for {
 		c, err := l.Listener.Accept()
-		if err != nil || l.open.Load() < l.max {
-			return c, err
+		if err != nil {
+			return nil, err
+		}
+		if l.open.Load() < l.max {
+			l.open.Add(1)
+			return &clientConn{Conn: c, l: l}, nil
 		}
 		go l.refuse(c)
 	}
@@ -88,14 +96,70 @@ func (l *connLimit) refuse(c net.Conn) {
 	}
 }
 
-// countConns keeps open, the connections the server holds.
-func countConns(open *atomic.Int64) func(net.Conn, http.ConnState) {
-	return func(_ net.Conn, s http.ConnState) {
-		switch s {
-		case http.StateNew:
-			open.Add(1)
-		case http.StateClosed, http.StateHijacked:
-			open.Add(-1)
+// clientConn is a client connection: counted until closed, and watched
+// for its closing while a call's answer is prepared (watch).
+type clientConn struct {
+	net.Conn
+	l      *connLimit
+	closed sync.Once
+	// peeked holds a byte the watch read (a pipelined request), given to
+	// the server's next Read. Only one of them reads at a time.
+	peeked []byte
+	// used says the client has sent a byte.
+	used bool
+}
+
+// Read reads the client's bytes. A connection that times out before its
+// first byte reads as closed: fasthttp would answer it with an error the
+// client never asked for (a client's pool may open a connection it does
+// not use), where net/http closes it silently, as it does an idle
+// keep-alive connection.
+func (c *clientConn) Read(b []byte) (int, error) {
+	if len(c.peeked) > 0 {
+		n := copy(b, c.peeked)
+		c.peeked = c.peeked[n:]
+		return n, nil
+	}
+	n, err := c.Conn.Read(b)
+	if n > 0 {
+		c.used = true
+	} else if !c.used && errors.Is(err, os.ErrDeadlineExceeded) {
+		return 0, io.EOF
+	}
+	return n, err
+}
+
+func (c *clientConn) Close() error {
+	c.closed.Do(func() { c.l.open.Add(-1) })
+	return c.Conn.Close()
+}
+
+// watch calls cancel when the client closes conn before stop is called,
+// so that a caller that goes away cancels its provider request, as
+// net/http's background read does. The server does not read a connection
+// while its handler runs or its answer is written, so the watch may.
+func watch(conn net.Conn, cancel context.CancelFunc) (stop func()) {
+	c, ok := conn.(*clientConn)
+	if !ok || len(c.peeked) > 0 {
+		return func() {}
+	}
+	_ = c.Conn.SetReadDeadline(time.Time{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var b [1]byte
+		n, err := c.Conn.Read(b[:])
+		if n > 0 {
+			c.peeked = append(c.peeked[:0], b[:n]...)
+			return
 		}
+		if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+			cancel()
+		}
+	}()
+	return func() {
+		_ = c.Conn.SetReadDeadline(time.Unix(1, 0))
+		<-done
+		_ = c.Conn.SetReadDeadline(time.Time{})
 	}
 }

@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
+
+	"github.com/gofiber/fiber/v2"
 
 	"github.com/warden-dev/warden/app/apierr"
 )
@@ -189,9 +190,9 @@ func DecodeMessagesRequest(body []byte) (*ChatRequest, error) {
 	return DecodeChatRequest(b)
 }
 
-func (r *Router) handleMessages(w http.ResponseWriter, hr *http.Request) {
+func (r *Router) handleMessages(w *reply) {
 	resp := &anthropicResponder{}
-	body, e := r.readBody(w, hr)
+	body, e := r.readBody(w)
 	if e != nil {
 		resp.fail(w, e)
 		return
@@ -202,7 +203,7 @@ func (r *Router) handleMessages(w http.ResponseWriter, hr *http.Request) {
 		return
 	}
 	resp.model = req.Model
-	r.chat(w, hr, req, resp)
+	r.chat(w, req, resp)
 }
 
 // stopReason maps OpenAI's finish_reason onto Anthropic's stop_reason.
@@ -230,7 +231,7 @@ type anthropicResponder struct {
 	usage   Usage
 }
 
-func (a *anthropicResponder) answer(w http.ResponseWriter, body []byte) error {
+func (a *anthropicResponder) answer(w *reply, body []byte) error {
 	var cr ChatResponse
 	if err := json.Unmarshal(body, &cr); err != nil || len(cr.Choices) == 0 {
 		writeAnthError(w, apierr.New(apierr.CodeUnavailable, "the provider's answer has no choices"))
@@ -259,14 +260,14 @@ func (a *anthropicResponder) answer(w http.ResponseWriter, body []byte) error {
 	if err != nil {
 		return err
 	}
-	w.Header().Set("Content-Type", "application/json")
+	w.set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 	_, err = w.Write(b)
 	return err
 }
 
-func (a *anthropicResponder) begin(w http.ResponseWriter) { beginSSE(w) }
+func (a *anthropicResponder) begin(w *reply) { beginSSE(w) }
 
-func (a *anthropicResponder) emit(w http.ResponseWriter, event string, v any) error {
+func (a *anthropicResponder) emit(w *reply, event string, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -277,7 +278,7 @@ func (a *anthropicResponder) emit(w http.ResponseWriter, event string, v any) er
 	return nil
 }
 
-func (a *anthropicResponder) closeBlock(w http.ResponseWriter) error {
+func (a *anthropicResponder) closeBlock(w *reply) error {
 	if a.open == "" {
 		return nil
 	}
@@ -287,7 +288,7 @@ func (a *anthropicResponder) closeBlock(w http.ResponseWriter) error {
 	return err
 }
 
-func (a *anthropicResponder) chunk(w http.ResponseWriter, data []byte) error {
+func (a *anthropicResponder) chunk(w *reply, data []byte) error {
 	var c ChatChunk
 	if err := json.Unmarshal(data, &c); err != nil {
 		return nil
@@ -348,7 +349,7 @@ func (a *anthropicResponder) chunk(w http.ResponseWriter, data []byte) error {
 	return flush(w)
 }
 
-func (a *anthropicResponder) end(w http.ResponseWriter, u Usage) error {
+func (a *anthropicResponder) end(w *reply, u Usage) error {
 	if u.TotalTokens > 0 {
 		a.usage = u
 	}
@@ -369,23 +370,23 @@ func (a *anthropicResponder) end(w http.ResponseWriter, u Usage) error {
 	return flush(w)
 }
 
-func (a *anthropicResponder) streamError(w http.ResponseWriter, e *apierr.Error) error {
+func (a *anthropicResponder) streamError(w *reply, e *apierr.Error) error {
 	_ = a.emit(w, "error", map[string]any{"type": "error", "error": map[string]any{"type": anthErrorType(e.Code), "message": e.Message}})
 	return flush(w)
 }
 
-func (a *anthropicResponder) fail(w http.ResponseWriter, e *apierr.Error) { writeAnthError(w, e) }
+func (a *anthropicResponder) fail(w *reply, e *apierr.Error) { writeAnthError(w, e) }
 
 // writeAnthError writes Anthropic's error body, {"type": "error",
 // "error": {"type", "message"}}, with the router's code beside them.
-func writeAnthError(w http.ResponseWriter, e *apierr.Error) {
+func writeAnthError(w *reply, e *apierr.Error) {
 	if s, ok := e.Details["retryAfterSeconds"].(int64); ok {
-		w.Header().Set("Retry-After", fmt.Sprint(s))
+		w.set(fiber.HeaderRetryAfter, fmt.Sprint(s))
 	}
 	b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]any{"type": anthErrorType(e.Code), "message": e.Message,
 		"code": e.Code, "details": e.Details}})
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(e.Status())
+	w.set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	w.status(e.Status())
 	_, _ = w.Write(b)
 }
 

@@ -53,17 +53,18 @@ type call struct {
 // newCall authenticates nothing (the handler did): it resolves the
 // caller's namespace, checks that it may call models, and finds the
 // candidates: the agent's route, or the Model the caller names.
-func (r *Router) newCall(ctx context.Context, p auth.Principal, hr *http.Request, op, model, execution string) (*call, *apierr.Error) {
+func (r *Router) newCall(ctx context.Context, w *reply, op, model, execution string) (*call, *apierr.Error) {
+	p := w.p
 	c := &call{r: r, p: p, op: op, start: r.now()}
 	c.dec = Decision{ID: newID(), Time: c.start.UTC(), Agent: p.Agent, Caller: p.Subject, Environment: p.Environment,
 		Execution: execution, Operation: op, Candidates: []Candidate{}}
-	if h := hr.Header.Get(HeaderExecution); h != "" && c.dec.Execution == "" {
+	if h := w.header(HeaderExecution); h != "" && c.dec.Execution == "" {
 		c.dec.Execution = h
 	}
 	if len(c.dec.Execution) > maxNameLen {
 		return nil, invalid("the execution is longer than %d characters", maxNameLen)
 	}
-	ns, e := namespaceOf(hr, p)
+	ns, e := namespaceOf(w)
 	if e != nil {
 		return nil, e
 	}
@@ -422,7 +423,7 @@ const (
 )
 
 // handleAttemptError records a failed attempt and says whether to switch.
-func (c *call) handleAttemptError(ctx context.Context, w http.ResponseWriter, resp responder, i int, err error, last **ProviderError) attemptResult {
+func (c *call) handleAttemptError(ctx context.Context, w *reply, resp responder, i int, err error, last **ProviderError) attemptResult {
 	cd := &c.dec.Candidates[i]
 	cd.Outcome, cd.Reason = outcomeFailed, reasonError
 	if ctx.Err() != nil {
@@ -456,7 +457,7 @@ func (c *call) handleAttemptError(ctx context.Context, w http.ResponseWriter, re
 }
 
 // serve runs the call: each candidate in order until one answers.
-func (c *call) serve(ctx context.Context, w http.ResponseWriter, resp responder) {
+func (c *call) serve(ctx context.Context, w *reply, resp responder) {
 	n := c.dec.Needs
 	if c.req != nil {
 		n = c.req.needs()
@@ -514,16 +515,15 @@ func (c *call) selected(i int, u Usage) {
 	c.charges = charges(c.budgets(me), u, c.dec.Cost)
 }
 
-func (c *call) headers(w http.ResponseWriter, i int) {
-	h := w.Header()
-	h.Set(HeaderDecision, c.dec.ID)
-	h.Set(HeaderModel, c.cands[i].name)
+func (c *call) headers(w *reply, i int) {
+	w.set(HeaderDecision, c.dec.ID)
+	w.set(HeaderModel, c.cands[i].name)
 	for _, warn := range c.dec.Warnings {
-		h.Add("Warning", `299 warden "`+strings.ReplaceAll(warn, `"`, `'`)+`"`)
+		w.add("Warning", `299 warden "`+strings.ReplaceAll(warn, `"`, `'`)+`"`)
 	}
 }
 
-func (c *call) chatOnce(ctx context.Context, w http.ResponseWriter, resp responder, i int, key string, last **ProviderError) attemptResult {
+func (c *call) chatOnce(ctx context.Context, w *reply, resp responder, i int, key string, last **ProviderError) attemptResult {
 	me := c.cands[i]
 	actx, cancel := context.WithTimeout(ctx, c.r.cfg.AttemptTimeout)
 	t0 := time.Now()
@@ -544,7 +544,7 @@ func (c *call) chatOnce(ctx context.Context, w http.ResponseWriter, resp respond
 	return attemptDone
 }
 
-func (c *call) embedOnce(ctx context.Context, w http.ResponseWriter, resp responder, i int, key string, last **ProviderError) attemptResult {
+func (c *call) embedOnce(ctx context.Context, w *reply, resp responder, i int, key string, last **ProviderError) attemptResult {
 	me := c.cands[i]
 	body := make(map[string]json.RawMessage, len(c.embed))
 	for k, v := range c.embed {
@@ -575,29 +575,44 @@ var usageMarker = []byte(`"usage":{`)
 
 // streamOnce streams from candidate i. A failure before the first chunk
 // lets the router switch; after it, the stream ends with an error event.
-func (c *call) streamOnce(ctx context.Context, w http.ResponseWriter, resp responder, i int, key string, last **ProviderError) attemptResult {
+func (c *call) streamOnce(ctx context.Context, w *reply, resp responder, i int, key string, last **ProviderError) attemptResult {
 	me := c.cands[i]
 	actx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	// The attempt timeout bounds the wait for the first chunk only.
 	timer := time.AfterFunc(c.r.cfg.AttemptTimeout, cancel)
 	t0 := time.Now()
 	st, err := me.prov.stream(actx, c.req, key)
 	if err != nil {
 		timer.Stop()
+		cancel()
 		return c.handleAttemptError(ctx, w, resp, i, timeoutOr(err, actx, ctx), last)
 	}
-	defer st.Close()
 	first, err := st.Next()
 	timer.Stop()
 	c.dec.Candidates[i].LatencyMs = float64(time.Since(t0).Microseconds()) / 1000
 	if err != nil {
+		_ = st.Close()
+		cancel()
 		return c.handleAttemptError(ctx, w, resp, i, timeoutOr(err, actx, ctx), last)
 	}
 	c.dec.Candidates[i].Outcome = outcomeSelected
 	c.dec.Selected = me.name
 	c.headers(w, i)
 	resp.begin(w)
+	// The status and headers are decided: the chunks stream once the
+	// handler has returned.
+	w.stream(func() {
+		defer cancel()
+		defer func() { _ = st.Close() }()
+		c.relay(ctx, w, resp, i, st, first)
+	})
+	return attemptDone
+}
+
+// relay forwards the chunks of candidate i's stream, the first one
+// already read, each flushed as it arrives.
+func (c *call) relay(ctx context.Context, w *reply, resp responder, i int, st Stream, first []byte) {
+	me := c.cands[i]
 	var usage Usage
 	chunks := 0
 	forward := func(data []byte) error {
@@ -622,7 +637,7 @@ func (c *call) streamOnce(ctx context.Context, w http.ResponseWriter, resp respo
 			c.selected(i, usage)
 			c.dec.Candidates[i].Detail = "the caller went away after " + fmt.Sprint(chunks) + " chunks"
 			c.finish("cancelled", nil)
-			return attemptDone
+			return
 		}
 		data, err = st.Next()
 		if err != nil {
@@ -633,15 +648,15 @@ func (c *call) streamOnce(ctx context.Context, w http.ResponseWriter, resp respo
 	if errors.Is(err, io.EOF) {
 		if werr := resp.end(w, usage); werr != nil {
 			c.finish("cancelled", nil)
-			return attemptDone
+			return
 		}
 		c.finish("succeeded", nil)
-		return attemptDone
+		return
 	}
 	if ctx.Err() != nil {
 		c.dec.Candidates[i].Detail = "the caller went away after " + fmt.Sprint(chunks) + " chunks"
 		c.finish("cancelled", nil)
-		return attemptDone
+		return
 	}
 	msg := err.Error()
 	var pe *ProviderError
@@ -654,7 +669,6 @@ func (c *call) streamOnce(ctx context.Context, w http.ResponseWriter, resp respo
 		WithDetails(map[string]any{"decision": c.dec.ID})
 	_ = resp.streamError(w, e)
 	c.finish(outcomeFailed, e)
-	return attemptDone
 }
 
 // timeoutOr reports a first-chunk timeout (the attempt's context ended,

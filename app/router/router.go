@@ -183,32 +183,22 @@ func (r *Router) Flush(ctx context.Context) error { return r.rec.flush(ctx) }
 // Serve serves the router on ln until ctx ends, then lets the requests in
 // flight finish (10 s at most).
 func (r *Router) Serve(ctx context.Context, ln net.Listener) error {
-	t := r.cfg.Timeouts.WithDefaults()
-	var open atomic.Int64
-	ln = newConnLimit(ln, r.cfg.MaxConns, &open)
-	srv := &http.Server{
-		ConnState:         countConns(&open),
-		Handler:           r.Handler(),
-		ReadHeaderTimeout: t.ReadHeader,
-		// No ReadTimeout: it would stay armed while an answer streams.
-		// readBody bounds the body's read with Timeouts.Read instead.
-		IdleTimeout: t.Idle,
-		ErrorLog:    slog.NewLogLogger(r.log.Handler(), slog.LevelWarn),
-	}
+	app := r.App()
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- app.Listener(newConnLimit(ln, r.cfg.MaxConns)) }()
 	select {
 	case err := <-errc:
-		return err
+		if err != nil {
+			return fmt.Errorf("serve model router: %w", err)
+		}
+		return nil
 	case <-ctx.Done():
 	}
-	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutdown); err != nil {
+	if err := app.ShutdownWithTimeout(10 * time.Second); err != nil {
 		return fmt.Errorf("shut down model router: %w", err)
 	}
-	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
+	if err := <-errc; err != nil {
+		return fmt.Errorf("serve model router: %w", err)
 	}
 	return nil
 }
