@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -202,9 +203,12 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Helper()
 		require.NoError(t, chromedp.Do(ctx, steps...), what)
 	}
+	// text waits for sel, then reads its text in one script: an htmx swap
+	// may replace the node between a query and a read by node id.
 	text := func(sel string) string {
 		t.Helper()
-		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+		require.NoError(t, chromedp.Do(ctx, chromedp.WaitReady(chromedp.CSS(sel))), "wait for %s", sel)
+		s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(document.querySelector(`+strconv.Quote(sel)+`) || {}).innerText || ""`))
 		require.NoError(t, err, "text of %s", sel)
 		return s
 	}
