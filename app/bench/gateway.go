@@ -28,6 +28,7 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/warden-dev/warden/app/listener"
 	"github.com/warden-dev/warden/app/server"
 	"github.com/warden-dev/warden/app/store/backend"
 	"github.com/warden-dev/warden/app/workload"
@@ -405,17 +406,21 @@ func summarize(lat []time.Duration, errs int, elapsed time.Duration) Result {
 }
 
 // startTool serves the loopback REST tool: it echoes a small JSON answer.
+// stderrLog is the logger of the benchmark's own servers: a panic in one
+// is recovered (as every listener's) and reported on standard error.
+func stderrLog() *slog.Logger { return slog.New(slog.NewTextHandler(os.Stderr, nil)) }
+
 func startTool() (*http.Server, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := &http.Server{Handler: listener.RecoverHTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var in map[string]any
 		_ = json.NewDecoder(r.Body).Decode(&in)
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "q": in["q"], "items": []string{"alpha", "beta"}})
-	}), ReadHeaderTimeout: 5 * time.Second}
+	}), stderrLog()), ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	srv.Addr = ln.Addr().String()
 	return srv, nil

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/warden-dev/warden/app/listener"
 )
 
 // Clients of `warden bench mcp`.
@@ -298,7 +300,7 @@ func startEcho() (*http.Server, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	srv := &http.Server{Handler: sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, nil), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: listener.RecoverHTTP(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, nil), stderrLog()), ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	return srv, "http://" + ln.Addr().String(), nil
 }

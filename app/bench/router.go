@@ -21,6 +21,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/warden-dev/warden/app/listener"
 	"github.com/warden-dev/warden/app/server"
 	"github.com/warden-dev/warden/app/store/backend"
 	"github.com/warden-dev/warden/app/workload"
@@ -94,6 +95,7 @@ func startProvider() (addr string, stop func(), err error) {
 	// Idle connections outlive the load generator's (a minute), so the
 	// server never closes one the client is about to reuse.
 	app := fiber.New(fiber.Config{DisableStartupMessage: true, ReadTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute})
+	app.Use(listener.Recover(stderrLog()))
 	app.Post("/v1/chat/completions", func(c *fiber.Ctx) error {
 		if !bytes.Contains(c.Body(), streams) {
 			c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)

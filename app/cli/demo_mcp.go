@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -12,6 +13,8 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
+
+	"github.com/warden-dev/warden/app/listener"
 )
 
 // defaultDemoMCPListen is where `warden demo mcp` listens; the MCPServer of
@@ -106,7 +109,7 @@ func (a *app) demoMCP(ctx context.Context, listen, description string) error {
 	s := newDemoMCPServer(description, logf)
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, nil))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: listener.RecoverHTTP(mux, slog.New(slog.NewTextHandler(a.env.Stderr, nil))), ReadHeaderTimeout: 10 * time.Second}
 	logf("Demo MCP server listening on http://%s/mcp (Ctrl-C to stop): search_docs (read-only), delete_page (destructive)\n", ln.Addr())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/warden-dev/warden/app/listener"
 )
 
 // defaultDemoModelsListen is where `warden demo models` listens; the
@@ -44,7 +47,7 @@ is printed. Stop with Ctrl-C.`,
 				return fmt.Errorf("listen on %s: %w", listen, err)
 			}
 			d := &demoModels{out: a.env.Stdout}
-			srv := &http.Server{Handler: d.handler(), ReadHeaderTimeout: 10 * time.Second}
+			srv := &http.Server{Handler: listener.RecoverHTTP(d.handler(), slog.New(slog.NewTextHandler(a.env.Stderr, nil))), ReadHeaderTimeout: 10 * time.Second}
 			d.printf("Demo model provider listening on http://%s (Ctrl-C to stop):\n", ln.Addr())
 			d.printf("  POST /v1/chat/completions          answers\n  POST /outage/v1/chat/completions   503 overloaded\n")
 			errc := make(chan error, 1)
