@@ -32,12 +32,12 @@ func MarshalValue(v any) ([]byte, error) {
 
 func appendObject(b []byte, o *Object) ([]byte, bool) {
 	b = append(b, `{"apiVersion":`...)
-	b = appendString(b, o.APIVersion)
+	b = AppendJSONString(b, o.APIVersion)
 	b = append(b, `,"kind":`...)
-	b = appendString(b, o.Kind)
+	b = AppendJSONString(b, o.Kind)
 	m := &o.Metadata
 	b = append(b, `,"metadata":{"name":`...)
-	b = appendString(b, m.Name)
+	b = AppendJSONString(b, m.Name)
 	b = appendField(b, "namespace", m.Namespace)
 	if len(m.Labels) > 0 {
 		b = append(b, `,"labels":`...)
@@ -79,7 +79,7 @@ func appendField(b []byte, name, v string) []byte {
 	b = append(b, ',', '"')
 	b = append(b, name...)
 	b = append(b, '"', ':')
-	return appendString(b, v)
+	return AppendJSONString(b, v)
 }
 
 func appendStrings(b []byte, m map[string]string) []byte {
@@ -88,9 +88,9 @@ func appendStrings(b []byte, m map[string]string) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, k)
+		b = AppendJSONString(b, k)
 		b = append(b, ':')
-		b = appendString(b, m[k])
+		b = AppendJSONString(b, m[k])
 	}
 	return append(b, '}')
 }
@@ -113,7 +113,7 @@ func appendMap(b []byte, m map[string]any) ([]byte, bool) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, k)
+		b = AppendJSONString(b, k)
 		b = append(b, ':')
 		if b, ok = appendValue(b, m[k]); !ok {
 			return nil, false
@@ -129,7 +129,7 @@ func appendValue(b []byte, v any) ([]byte, bool) {
 	case bool:
 		return strconv.AppendBool(b, t), true
 	case string:
-		return appendString(b, t), true
+		return AppendJSONString(b, t), true
 	case float64:
 		return appendFloat(b, t)
 	case int:
@@ -192,56 +192,63 @@ func appendFloat(b []byte, f float64) ([]byte, bool) {
 
 const hexDigits = "0123456789abcdef"
 
-// appendString quotes s as encoding/json does with HTML escaping: <, > and
-// & as \u003c, \u003e and \u0026, U+2028 and U+2029 escaped, and invalid
-// UTF-8 replaced by U+FFFD.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
+// AppendJSONString appends s quoted as encoding/json writes a string:
+// <, > and & escaped, invalid UTF-8 replaced by U+FFFD, U+2028 and
+// U+2029 escaped.
+func AppendJSONString[S []byte | string](dst []byte, s S) []byte {
+	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
 		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+			if jsonSafe[c] {
 				i++
 				continue
 			}
-			b = append(b, s[start:i]...)
+			dst = append(dst, s[start:i]...)
 			switch c {
 			case '\\', '"':
-				b = append(b, '\\', c)
+				dst = append(dst, '\\', c)
 			case '\b':
-				b = append(b, '\\', 'b')
+				dst = append(dst, '\\', 'b')
 			case '\f':
-				b = append(b, '\\', 'f')
+				dst = append(dst, '\\', 'f')
 			case '\n':
-				b = append(b, '\\', 'n')
+				dst = append(dst, '\\', 'n')
 			case '\r':
-				b = append(b, '\\', 'r')
+				dst = append(dst, '\\', 'r')
 			case '\t':
-				b = append(b, '\\', 't')
+				dst = append(dst, '\\', 't')
 			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
 			}
 			i++
 			start = i
 			continue
 		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
+		r, size := utf8.DecodeRuneInString(string(s[i:min(len(s), i+utf8.UTFMax)]))
+		switch {
+		case r == utf8.RuneError && size == 1:
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+		default:
 			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			i += size
-			start = i
 			continue
 		}
 		i += size
+		start = i
 	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
 }
+
+// jsonSafe holds the ASCII bytes written as they are in a JSON string:
+// printable ones but for ", \, <, > and &.
+var jsonSafe = func() (t [utf8.RuneSelf]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()

@@ -18,6 +18,8 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/warden-dev/warden/app/store"
+
+	"github.com/warden-dev/warden/app/resource"
 )
 
 // The query API's span answers are written here straight from the stored
@@ -123,7 +125,7 @@ func newSpanWriter(resources map[int64]*tracepb.ResourceSpans) *spanWriter {
 // Trace, to dst.
 func (w *spanWriter) appendTraceJSON(dst []byte, traceID string, rows []store.Span, truncated bool) ([]byte, error) {
 	dst = append(dst, `{"traceId":`...)
-	dst = appendJSONString(dst, traceID)
+	dst = resource.AppendJSONString(dst, traceID)
 	dst = append(dst, `,"spans":`...)
 	dst, err := w.appendSpans(dst, rows)
 	if err != nil {
@@ -141,7 +143,7 @@ func (w *spanWriter) appendSpanListJSON(dst []byte, cont string, rows []store.Sp
 	dst = append(dst, `{"kind":"SpanList","metadata":{`...)
 	if cont != "" {
 		dst = append(dst, `"continue":`...)
-		dst = appendJSONString(dst, cont)
+		dst = resource.AppendJSONString(dst, cont)
 	}
 	dst = append(dst, `},"items":`...)
 	dst, err := w.appendSpans(dst, rows)
@@ -211,7 +213,7 @@ func (w *spanWriter) appendSpanDirect(dst []byte, row *store.Span) ([]byte, erro
 		dst = append(dst, '"')
 	}
 	dst = append(dst, `,"name":`...)
-	dst = appendJSONString(dst, row.Name)
+	dst = resource.AppendJSONString(dst, row.Name)
 	dst = append(dst, `,"kind":`...)
 	dst = append(dst, kind...)
 	dst = append(dst, `,"startTime":`...)
@@ -227,16 +229,16 @@ func (w *spanWriter) appendSpanDirect(dst []byte, row *store.Span) ([]byte, erro
 	dst = append(dst, status...)
 	if len(w.statusMsg) > 0 {
 		dst = append(dst, `,"message":`...)
-		dst = appendJSONString(dst, w.statusMsg)
+		dst = resource.AppendJSONString(dst, w.statusMsg)
 	}
 	dst = append(dst, `},"namespace":`...)
-	dst = appendJSONString(dst, row.Namespace)
+	dst = resource.AppendJSONString(dst, row.Namespace)
 	for _, f := range [...]struct{ name, v string }{
 		{`,"service":`, row.Service}, {`,"agent":`, row.Agent}, {`,"tool":`, row.Tool}, {`,"model":`, row.Model}, {`,"execution":`, row.Execution},
 	} {
 		if f.v != "" {
 			dst = append(dst, f.name...)
-			dst = appendJSONString(dst, f.v)
+			dst = resource.AppendJSONString(dst, f.v)
 		}
 	}
 	if row.Cost != 0 {
@@ -369,7 +371,7 @@ func (w *spanWriter) appendEvent(dst []byte, b []byte) ([]byte, error) {
 		}
 	}
 	dst = append(dst, `{"name":`...)
-	dst = appendJSONString(dst, name)
+	dst = resource.AppendJSONString(dst, name)
 	dst = append(dst, `,"time":`...)
 	dst = w.appendTime(dst, int64(ts))
 	if len(w.evAttrs) > 0 {
@@ -459,7 +461,7 @@ func (w *spanWriter) appendKVs(dst []byte, raw [][]byte, depth int) ([]byte, err
 			continue
 		}
 		start := len(dst)
-		dst = appendJSONString(dst, kv.key)
+		dst = resource.AppendJSONString(dst, kv.key)
 		dst = append(dst, ':')
 		var err error
 		if dst, err = w.appendAny(dst, kv.val, depth); err != nil {
@@ -566,7 +568,7 @@ func (w *spanWriter) appendAny(dst []byte, b []byte, depth int) ([]byte, error) 
 		if !utf8.Valid(val) {
 			return dst, errSlowPath
 		}
-		return appendJSONString(dst, val), nil
+		return resource.AppendJSONString(dst, val), nil
 	case fAnyBool:
 		if u != 0 {
 			return append(dst, "true"...), nil
@@ -746,66 +748,3 @@ func appendJSONFloat(dst []byte, f float64) ([]byte, bool) {
 	}
 	return dst, true
 }
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s quoted as encoding/json writes a string:
-// <, > and & escaped, invalid UTF-8 replaced by U+FFFD, U+2028 and
-// U+2029 escaped.
-func appendJSONString[S []byte | string](dst []byte, s S) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if jsonSafe[c] {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '\\', '"':
-				dst = append(dst, '\\', c)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(string(s[i:min(len(s), i+utf8.UTFMax)]))
-		switch {
-		case r == utf8.RuneError && size == 1:
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
-
-// jsonSafe holds the ASCII bytes written as they are in a JSON string:
-// printable ones but for ", \, <, > and &.
-var jsonSafe = func() (t [utf8.RuneSelf]bool) {
-	for c := 0x20; c < utf8.RuneSelf; c++ {
-		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
-	}
-	return t
-}()

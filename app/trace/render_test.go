@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/warden-dev/warden/app/resource"
 	"github.com/warden-dev/warden/app/store"
 )
 
@@ -310,8 +311,8 @@ func TestAppendJSONStringMatchesEncodingJSON(t *testing.T) {
 	for _, s := range append(tricky, all.String(), "\xf0\x9f\x99", "\xf4\x90\x80\x80", "\xc0\xaf", "end\xe2\x80\xa8") {
 		want, err := json.Marshal(s)
 		require.NoError(t, err)
-		require.Equal(t, string(want), string(appendJSONString(nil, s)))
-		require.Equal(t, string(want), string(appendJSONString(nil, []byte(s))))
+		require.Equal(t, string(want), string(resource.AppendJSONString(nil, s)))
+		require.Equal(t, string(want), string(resource.AppendJSONString(nil, []byte(s))))
 	}
 }
 
