@@ -325,9 +325,9 @@ func TestSecretMergePatch(t *testing.T) {
 	before := sealed()
 
 	r = b.do(t, http.MethodPatch, "/v1/namespaces/default/secrets/stripe", "application/merge-patch+json",
-		[]byte(`{"spec":{"data":{"change":"new-value","drop":null,"add":"4dd"}},"metadata":{"labels":{"team":"billing"}}}`))
+		[]byte(`{"spec":{"data":{"change":"new-value","drop":null,"add":"added-value"}},"metadata":{"labels":{"team":"billing"}}}`))
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
-	for _, v := range []string{"k33p", "new-value", "old-value", "4dd", "sealed"} {
+	for _, v := range []string{"k33p", "new-value", "old-value", "added-value", "sealed"} {
 		require.NotContains(t, string(r.body), v)
 	}
 	after := sealed()
