@@ -31,8 +31,8 @@ measured from each call's scheduled start), then at saturation with
 
 Like up, it tunes the Go runtime unless GOGC, GOMAXPROCS or
 WARDEN_GC_HEAP_FLOOR say otherwise: the garbage collector's target at 400,
-its heap goal at least 256 MiB, and on the embedded store one processor more
-than the machine has cores (docs/operations.md).
+its heap goal at least 256 MiB, and on the embedded store with two cores or
+more one processor more than the machine has cores (docs/operations.md).
 
 A given store must be fresh, a database of its own: the benchmark writes to it,
 and refuses one that already holds an installation.`,
@@ -230,7 +230,7 @@ calls per second (added p50), at --high-rate (added p99), at saturation with
 run in a child process pinned to the first --cpus CPUs (0: unpinned), sized
 as up sizes itself in a container of that many CPUs unless GOGC, GOMAXPROCS
 or WARDEN_GC_HEAP_FLOOR say otherwise (the collector's target and heap floor,
-and on the embedded store one processor more than its CPUs;
+and on the embedded store with two CPUs or more one processor more than its CPUs;
 docs/operations.md); the load generator runs in this process on the CPUs
 left. The CPU per call is the child's.`,
 		Args: exactArgs(0),

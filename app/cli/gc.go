@@ -60,12 +60,16 @@ func (r runtimeSettings) String() string {
 // tuneRuntime sets the collector's target (serverGCPercent unless GOGC is
 // set), keeps its heap goal at or above the floor (WARDEN_GC_HEAP_FLOOR,
 // default defaultHeapFloor, at most a quarter of a memory limit), and, on
-// the embedded store, runs one more processor than the machine has cores
-// unless GOMAXPROCS is set: SQLite's writes and syncs are blocking system
-// calls, and the Go runtime leaves a processor attached to a goroutine in
-// one for up to 10–20 ms before others may use it. A checkpoint's sync
-// takes tens of milliseconds, which on two cores left the gateway one
-// processor for that long, once a second.
+// the embedded store on two cores or more, runs one more processor than the
+// machine has cores unless GOMAXPROCS is set: SQLite's writes and syncs are
+// blocking system calls, and the Go runtime leaves a processor attached to
+// a goroutine in one for up to 10–20 ms before others may use it when
+// another processor is idle now and then. A checkpoint's sync took tens of
+// milliseconds, which on two cores left the gateway one processor for that
+// long, once a second. On one core the spare processor buys no parallelism
+// and costs a thread wake-up on nearly every hand-off between goroutines
+// (and with none idle, the runtime takes a processor back from a system
+// call at its next check): there a process runs one.
 func tuneRuntime(lookup func(string) (string, bool), embedded bool) (runtimeSettings, error) {
 	floor := uint64(defaultHeapFloor)
 	if v, ok := lookup(envHeapFloor); ok && v != "" {
@@ -98,8 +102,8 @@ func tuneRuntime(lookup func(string) (string, bool), embedded bool) (runtimeSett
 		// From the runtime's default (the cores, or the container's CPU
 		// limit), whatever an earlier call set.
 		runtime.SetDefaultGOMAXPROCS()
-		if embedded {
-			runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + 1)
+		if n := runtime.GOMAXPROCS(0); embedded && n >= 2 {
+			runtime.GOMAXPROCS(n + 1)
 		}
 	}
 	return runtimeSettings{GCPercent: percent, HeapFloor: floor, Procs: runtime.GOMAXPROCS(0), stop: stop}, nil

@@ -15,6 +15,10 @@ func TestTuneRuntime(t *testing.T) {
 	defer runtime.SetDefaultGOMAXPROCS()
 	runtime.SetDefaultGOMAXPROCS()
 	cores := runtime.GOMAXPROCS(0)
+	spare := cores
+	if cores >= 2 {
+		spare = cores + 1
+	}
 	floor := uint64(defaultHeapFloor)
 	if limit, ok := gcfloor.MemoryLimit(cgroupRoot); ok {
 		floor = min(floor, limit/4)
@@ -26,10 +30,10 @@ func TestTuneRuntime(t *testing.T) {
 		want     runtimeSettings
 		wantErr  string
 	}{
-		{"embedded store", nil, true, runtimeSettings{GCPercent: serverGCPercent, HeapFloor: floor, Procs: cores + 1}, ""},
+		{"embedded store", nil, true, runtimeSettings{GCPercent: serverGCPercent, HeapFloor: floor, Procs: spare}, ""},
 		{"Postgres", nil, false, runtimeSettings{GCPercent: serverGCPercent, HeapFloor: floor, Procs: cores}, ""},
 		{"empty variables are unset", map[string]string{"GOGC": "", "GOMAXPROCS": "", envHeapFloor: ""}, true,
-			runtimeSettings{GCPercent: serverGCPercent, HeapFloor: floor, Procs: cores + 1}, ""},
+			runtimeSettings{GCPercent: serverGCPercent, HeapFloor: floor, Procs: spare}, ""},
 		{"floor off", map[string]string{envHeapFloor: "0"}, false, runtimeSettings{GCPercent: serverGCPercent, Procs: cores}, ""},
 		{"floor set", map[string]string{envHeapFloor: "32MiB"}, false, runtimeSettings{GCPercent: serverGCPercent, HeapFloor: min(32<<20, floor), Procs: cores}, ""},
 		// The test binary's GOGC is the runtime's default, 100, whatever
