@@ -40,23 +40,30 @@ type recorder struct {
 	bus *events.Bus
 	log *slog.Logger
 
-	// queue holds pointers: a channel's buffer is scanned whole by every
-	// collection, and at queueSize records by value it was most of the
-	// router's live heap.
-	queue chan *record
+	// mu guards the queue. A call appends to it and wakes the writer only
+	// when the queue was empty or has reached flushBatch: a channel send
+	// per call woke the writer's goroutine (and, with a processor idle,
+	// a thread) for every call.
+	mu      sync.Mutex
+	pending []*record
+	// room is signalled when the writer takes the queue, for calls
+	// waiting on a full one (queueSize).
+	room   *sync.Cond
+	closed bool
+
+	// kick wakes the writer (buffered: one wake-up stands for any number).
+	kick chan struct{}
 	// flushes asks the writer to write what is queued now and closes the
 	// channel it is sent once that is committed.
 	flushes chan chan struct{}
 	stop    chan struct{}
 	done    chan struct{}
-
-	mu     sync.RWMutex
-	closed bool
 }
 
 func newRecorder(st store.Store, bus *events.Bus, log *slog.Logger) *recorder {
-	r := &recorder{st: st, bus: bus, log: log, queue: make(chan *record, queueSize),
+	r := &recorder{st: st, bus: bus, log: log, kick: make(chan struct{}, 1),
 		flushes: make(chan chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+	r.room = sync.NewCond(&r.mu)
 	go r.run()
 	return r
 }
@@ -64,13 +71,42 @@ func newRecorder(st store.Store, bus *events.Bus, log *slog.Logger) *recorder {
 // add queues a record. A full queue (the store far behind) blocks the
 // caller rather than dropping the record.
 func (r *recorder) add(rec *record) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
+	r.mu.Lock()
+	for len(r.pending) >= queueSize && !r.closed {
+		r.room.Wait()
+	}
 	if r.closed {
+		r.mu.Unlock()
 		r.log.Warn("model router record after close: dropped", "tenant", rec.tenant, "decision", rec.decision.ID)
 		return
 	}
-	r.queue <- rec
+	r.pending = append(r.pending, rec)
+	n := len(r.pending)
+	r.mu.Unlock()
+	if n == 1 || n == flushBatch {
+		select {
+		case r.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// take returns the queue and leaves an empty one (reusing spare, the
+// batch the writer has written).
+func (r *recorder) take(spare []*record) []*record {
+	r.mu.Lock()
+	batch := r.pending
+	r.pending = spare[:0]
+	r.room.Broadcast()
+	r.mu.Unlock()
+	return batch
+}
+
+// queued is the number of records waiting.
+func (r *recorder) queued() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.pending)
 }
 
 // flush returns once every record queued before it is written.
@@ -99,61 +135,67 @@ func (r *recorder) close() {
 		return
 	}
 	r.closed = true
+	r.room.Broadcast()
 	r.mu.Unlock()
 	close(r.stop)
 	<-r.done
 }
 
+// run is the writer. Woken by the first record of an empty queue, it
+// waits flushEvery for more (or until flushBatch wait) and writes them
+// all in one go; an idle router has no timer running.
 func (r *recorder) run() {
 	defer close(r.done)
-	tick := time.NewTicker(flushEvery)
-	defer tick.Stop()
-	var batch []*record
-	drain := func() {
-		for len(batch) < flushBatch*4 {
-			select {
-			case rec := <-r.queue:
-				batch = append(batch, rec)
-			default:
-				return
-			}
-		}
+	timer := time.NewTimer(flushEvery)
+	timer.Stop()
+	var spare []*record
+	write := func() {
+		batch := r.take(spare)
+		r.write(batch)
+		clear(batch)
+		spare = batch
 	}
 	for {
 		select {
-		case rec := <-r.queue:
-			batch = append(batch, rec)
-			if len(batch) < flushBatch {
-				continue
-			}
-			drain()
-			r.write(batch)
-			clear(batch)
-			batch = batch[:0]
-		case <-tick.C:
-			drain()
-			if len(batch) > 0 {
-				r.write(batch)
-				clear(batch)
-				batch = batch[:0]
-			}
-		case done := <-r.flushes:
-			drain()
-			r.write(batch)
-			clear(batch)
-			batch = batch[:0]
-			close(done)
-		case <-r.stop:
-			for {
-				drain()
-				if len(batch) == 0 {
+		case <-r.kick:
+			if r.queued() < flushBatch {
+				timer.Reset(flushEvery)
+				select {
+				case <-timer.C:
+				case <-r.kick:
+					// flushBatch records wait.
+					timer.Stop()
+				case done := <-r.flushes:
+					timer.Stop()
+					write()
+					close(done)
+					continue
+				case <-r.stop:
+					timer.Stop()
+					write()
+					r.drain()
 					return
 				}
-				r.write(batch)
-				clear(batch)
-				batch = batch[:0]
 			}
+			write()
+		case done := <-r.flushes:
+			write()
+			close(done)
+		case <-r.stop:
+			r.drain()
+			return
 		}
+	}
+}
+
+// drain writes what is left after close.
+func (r *recorder) drain() {
+	for {
+		batch := r.take(nil)
+		if len(batch) == 0 {
+			return
+		}
+		r.write(batch)
 	}
 }
 
