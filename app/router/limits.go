@@ -134,6 +134,11 @@ func (c *clientConn) Close() error {
 	return c.Conn.Close()
 }
 
+// watchAfter is how long an answer takes before watch starts reading its
+// connection: a caller that goes away sooner cancels its provider request
+// watchAfter after the call began.
+const watchAfter = 20 * time.Millisecond
+
 // watch calls cancel when the client closes conn before stop is called,
 // so that a caller that goes away cancels its provider request, as
 // net/http's background read does. The server does not read a connection
@@ -143,9 +148,24 @@ func watch(conn net.Conn, cancel context.CancelFunc) (stop func()) {
 	if !ok || len(c.peeked) > 0 {
 		return func() {}
 	}
-	_ = c.Conn.SetReadDeadline(time.Time{})
-	done := make(chan struct{})
-	go func() {
+	var (
+		mu      sync.Mutex
+		stopped bool
+		done    chan struct{}
+	)
+	// The watch starts only once the answer has taken watchAfter: a
+	// waiting read costs a goroutine, two hand-offs between goroutines and
+	// three system calls, on every call, and an answer that short is
+	// written before a caller's leaving could save the provider much.
+	t := time.AfterFunc(watchAfter, func() {
+		mu.Lock()
+		if stopped {
+			mu.Unlock()
+			return
+		}
+		_ = c.Conn.SetReadDeadline(time.Time{})
+		done = make(chan struct{})
+		mu.Unlock()
 		defer close(done)
 		var b [1]byte
 		n, err := c.Conn.Read(b[:])
@@ -156,10 +176,18 @@ func watch(conn net.Conn, cancel context.CancelFunc) (stop func()) {
 		if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
 			cancel()
 		}
-	}()
+	})
 	return func() {
+		mu.Lock()
+		stopped = true
+		d := done
+		mu.Unlock()
+		if d == nil {
+			t.Stop()
+			return
+		}
 		_ = c.Conn.SetReadDeadline(time.Unix(1, 0))
-		<-done
+		<-d
 		_ = c.Conn.SetReadDeadline(time.Time{})
 	}
 }
