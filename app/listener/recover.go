@@ -166,5 +166,11 @@ func LogPanic(ctx context.Context, log *slog.Logger, what, requestID string) {
 	if r == nil {
 		return
 	}
+	LogRecovered(ctx, log, what, requestID, r)
+}
+
+// LogRecovered logs a panic's value r, recovered by the caller's own
+// deferred function, with the stack (call it from that function).
+func LogRecovered(ctx context.Context, log *slog.Logger, what, requestID string, r any) {
 	log.ErrorContext(ctx, "panic in "+what, "panic", fmt.Sprint(r), "requestId", requestID, "stack", string(debug.Stack()))
 }

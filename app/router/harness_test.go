@@ -41,7 +41,8 @@ func backends() map[string]func(t testing.TB) string {
 // fakeOpenAI speaks OpenAI's Chat Completions and Embeddings wire format.
 // mode chooses its behaviour: ok, 429, 500, 400, slow (answers after
 // release is closed), midstream (streams two chunks, then drops the
-// connection).
+// connection), stall (streams two chunks, then waits for the caller to go
+// away).
 type fakeOpenAI struct {
 	*httptest.Server
 	mode    atomic.Value
@@ -119,7 +120,7 @@ func (f *fakeOpenAI) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	tools, _ := req["tools"].([]any)
 	if stream, _ := req["stream"].(bool); stream {
-		f.stream(w, model, req, len(tools) > 0)
+		f.stream(w, r, model, req, len(tools) > 0)
 		return
 	}
 	msg := `{"role":"assistant","content":"Hello from OpenAI.","refusal":null,"annotations":[]}`
@@ -131,7 +132,7 @@ func (f *fakeOpenAI) serve(w http.ResponseWriter, r *http.Request) {
 	_, _ = fmt.Fprintf(w, `{"id":"chatcmpl-123","object":"chat.completion","created":1764000000,"model":%q,"system_fingerprint":"fp_1","service_tier":"default","choices":[{"index":0,"message":%s,"logprobs":null,"finish_reason":%q}],"usage":{"prompt_tokens":12,"completion_tokens":5,"total_tokens":17,"prompt_tokens_details":{"cached_tokens":0,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":0,"audio_tokens":0,"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}}}`, model, msg, finish)
 }
 
-func (f *fakeOpenAI) stream(w http.ResponseWriter, model string, req map[string]any, tools bool) {
+func (f *fakeOpenAI) stream(w http.ResponseWriter, r *http.Request, model string, req map[string]any, tools bool) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	fl := w.(http.Flusher)
 	send := func(s string) {
@@ -149,8 +150,13 @@ func (f *fakeOpenAI) stream(w http.ResponseWriter, model string, req map[string]
 		send(chunk(`{}`, `"tool_calls"`))
 	} else {
 		send(chunk(`{"content":"Hello"}`, "null"))
-		if f.mode.Load().(string) == "midstream" {
+		switch f.mode.Load().(string) {
+		case "midstream":
 			panic(http.ErrAbortHandler)
+		case "stall":
+			<-r.Context().Done()
+			f.cancelled.Add(1)
+			return
 		}
 		send(chunk(`{"content":" from OpenAI."}`, "null"))
 		send(chunk(`{}`, `"stop"`))

@@ -1,11 +1,12 @@
 package router
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -106,10 +107,12 @@ type reply struct {
 	p   auth.Principal
 	// c is the request and response, nil once the answer streams.
 	c *fiber.Ctx
-	// bw is the streamed answer, set while the stream writer runs.
-	bw *bufio.Writer
-	// rest writes the rest of a streamed answer (stream).
-	rest func()
+	// sb is the streamed answer's body, set once the handler has
+	// returned.
+	sb *streamBody
+	// next and stop produce a streamed answer (stream).
+	next func() bool
+	stop func(ended bool)
 	// done runs once the answer is written (after).
 	done []func()
 }
@@ -126,26 +129,71 @@ func (w *reply) add(name, value string) { w.c.Response().Header.Add(name, value)
 
 func (w *reply) status(code int) { w.c.Status(code) }
 
-// Write appends to the answer's body, or writes to its stream.
+// Write appends to the answer's body, or to the next piece of its stream.
 func (w *reply) Write(b []byte) (int, error) {
-	if w.bw != nil {
-		return w.bw.Write(b)
+	if w.sb != nil {
+		return w.sb.buf.Write(b)
 	}
 	w.c.Response().AppendBody(b)
 	return len(b), nil
 }
 
-// flush sends what a stream holds; an error says the caller went away.
-func (w *reply) flush() error {
-	if w.bw == nil {
-		return nil
-	}
-	return w.bw.Flush()
-}
+// flush ends a piece of a stream: the server sends what it holds as one
+// chunk once next returns. A caller that goes away is seen by stop.
+func (w *reply) flush() error { return nil }
 
 // stream ends the handler with the answer's status and headers set, and
-// has rest write the body as a stream. rest must not use Fiber's context.
-func (w *reply) stream(rest func()) { w.rest = rest }
+// has the body streamed: the server's own goroutine calls next for each
+// piece as it has sent the one before (next writes it to w and returns
+// false once it has written the last), and stop once, when the body ends
+// or the caller went away first (ended false). next and stop must not use
+// Fiber's context.
+func (w *reply) stream(next func() bool, stop func(ended bool)) { w.next, w.stop = next, stop }
+
+// streamBody is a streamed answer read by the server's goroutine, which
+// writes each Read as one chunk and flushes it: a piece goes out on the
+// goroutine that produced it, with no pipe or writer goroutine between.
+type streamBody struct {
+	w   *reply
+	log *slog.Logger
+	id  string
+	buf bytes.Buffer
+	// ended says next has written the last piece (or panicked).
+	ended  bool
+	closed bool
+}
+
+func (b *streamBody) Read(p []byte) (n int, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			listener.LogRecovered(b.w.ctx, b.log, "model router stream", b.id, v)
+			b.ended = true
+			n, err = 0, errStreamPanic
+		}
+	}()
+	for b.buf.Len() == 0 {
+		if b.ended {
+			return 0, io.EOF
+		}
+		b.ended = !b.w.next()
+	}
+	return b.buf.Read(p)
+}
+
+// Close ends the stream: the server calls it once the body is sent, or
+// when writing it failed.
+func (b *streamBody) Close() error {
+	if b.closed {
+		return nil
+	}
+	b.closed = true
+	defer b.w.finish()
+	defer listener.LogPanic(b.w.ctx, b.log, "model router stream", b.id)
+	b.w.stop(b.ended)
+	return nil
+}
+
+var errStreamPanic = errors.New("model router stream: internal error")
 
 // handle serves h on Fiber. The call's context ends when the caller goes
 // away or the answer is written.
@@ -169,9 +217,9 @@ func (w *reply) finish() {
 	}
 }
 
-// serveReply runs h; a streamed answer then goes on in a stream writer,
-// which finishes the reply when it ends (and recovers from a panic, which
-// Fiber's Recover no longer sees).
+// serveReply runs h; a streamed answer then goes on as the server reads
+// its body, which finishes the reply when it is closed (and recovers from
+// a panic, which Fiber's Recover no longer sees).
 func (r *Router) serveReply(c *fiber.Ctx, w *reply, h func(*reply)) {
 	streaming := false
 	defer func() {
@@ -180,19 +228,13 @@ func (r *Router) serveReply(c *fiber.Ctx, w *reply, h func(*reply)) {
 		}
 	}()
 	h(w)
-	if w.rest == nil {
+	if w.next == nil {
 		return
 	}
 	streaming = true
-	id := listener.RequestIDOf(c)
+	w.sb = &streamBody{w: w, log: r.log, id: listener.RequestIDOf(c)}
 	w.c = nil
-	c.Context().SetBodyStreamWriter(func(bw *bufio.Writer) {
-		defer w.finish()
-		defer listener.LogPanic(w.ctx, r.log, "model router stream", id)
-		w.bw = bw
-		w.rest()
-		w.bw = nil
-	})
+	c.Context().SetBodyStream(w.sb, -1)
 }
 
 // authed verifies the credential: a workload token of audience

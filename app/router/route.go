@@ -600,61 +600,82 @@ func (c *call) streamOnce(ctx context.Context, w *reply, resp responder, i int, 
 	c.headers(w, i)
 	resp.begin(w)
 	// The status and headers are decided: the chunks stream once the
-	// handler has returned.
-	w.stream(func() {
-		defer cancel()
-		defer func() { _ = st.Close() }()
-		c.relay(ctx, w, resp, i, st, first)
-	})
+	// handler has returned, each read from the provider as the server asks
+	// for the next.
+	rl := &relay{c: c, ctx: ctx, w: w, resp: resp, i: i, st: st, first: first, cancel: cancel}
+	w.stream(rl.next, rl.stop)
 	return attemptDone
 }
 
 // relay forwards the chunks of candidate i's stream, the first one
-// already read, each flushed as it arrives.
-func (c *call) relay(ctx context.Context, w *reply, resp responder, i int, st Stream, first []byte) {
+// already read, one a step.
+type relay struct {
+	c      *call
+	ctx    context.Context
+	w      *reply
+	resp   responder
+	i      int
+	st     Stream
+	first  []byte
+	cancel context.CancelFunc
+	usage  Usage
+	chunks int
+	// finished says the call's outcome is recorded.
+	finished bool
+}
+
+// next writes the next chunk to w, or the stream's end (its end event or
+// its error event) and records the outcome; false once it has.
+func (rl *relay) next() bool {
+	data := rl.first
+	if data != nil {
+		rl.first = nil
+	} else {
+		var err error
+		if data, err = rl.st.Next(); err != nil {
+			rl.end(err)
+			return false
+		}
+	}
+	rl.forward(data)
+	return true
+}
+
+// forward writes one provider chunk; a chunk with usage only is kept back
+// unless the caller asked for it.
+func (rl *relay) forward(data []byte) {
+	if bytes.Contains(data, usageMarker) {
+		var u struct {
+			Choices []json.RawMessage `json:"choices"`
+			Usage   *Usage            `json:"usage"`
+		}
+		if json.Unmarshal(data, &u) == nil && u.Usage != nil {
+			rl.usage = *u.Usage
+			if len(u.Choices) == 0 && !rl.c.req.IncludeUsage {
+				return
+			}
+		}
+	}
+	rl.chunks++
+	_ = rl.resp.chunk(rl.w, data)
+}
+
+// end writes the stream's end after the provider's ended with err.
+func (rl *relay) end(err error) {
+	c, i := rl.c, rl.i
 	me := c.cands[i]
-	var usage Usage
-	chunks := 0
-	forward := func(data []byte) error {
-		if bytes.Contains(data, usageMarker) {
-			var u struct {
-				Choices []json.RawMessage `json:"choices"`
-				Usage   *Usage            `json:"usage"`
-			}
-			if json.Unmarshal(data, &u) == nil && u.Usage != nil {
-				usage = *u.Usage
-				if len(u.Choices) == 0 && !c.req.IncludeUsage {
-					return nil
-				}
-			}
-		}
-		chunks++
-		return resp.chunk(w, data)
-	}
-	data, err := first, error(nil)
-	for {
-		if werr := forward(data); werr != nil {
-			c.selected(i, usage)
-			c.dec.Candidates[i].Detail = "the caller went away after " + fmt.Sprint(chunks) + " chunks"
-			c.finish("cancelled", nil)
-			return
-		}
-		data, err = st.Next()
-		if err != nil {
-			break
-		}
-	}
-	c.selected(i, usage)
+	rl.finished = true
+	c.selected(i, rl.usage)
 	if errors.Is(err, io.EOF) {
-		if werr := resp.end(w, usage); werr != nil {
+		if werr := rl.resp.end(rl.w, rl.usage); werr != nil {
 			c.finish("cancelled", nil)
 			return
 		}
 		c.finish("succeeded", nil)
 		return
 	}
-	if ctx.Err() != nil {
-		c.dec.Candidates[i].Detail = "the caller went away after " + fmt.Sprint(chunks) + " chunks"
+	if rl.ctx.Err() != nil {
+		c.dec.Candidates[i].Detail = "the caller went away after " + fmt.Sprint(rl.chunks) + " chunks"
 		c.finish("cancelled", nil)
 		return
 	}
@@ -664,11 +685,25 @@ func (c *call) relay(ctx context.Context, w *reply, resp responder, i int, st St
 		c.dec.Candidates[i].Status = pe.Status
 	}
 	c.dec.Candidates[i].Outcome, c.dec.Candidates[i].Reason = outcomeFailed, reasonError
-	c.dec.Candidates[i].Detail = fmt.Sprintf("failed mid-stream after %d chunks: %s", chunks, msg)
+	c.dec.Candidates[i].Detail = fmt.Sprintf("failed mid-stream after %d chunks: %s", rl.chunks, msg)
 	e := apierr.New(apierr.CodeUnavailable, "model %s failed mid-stream: %s", me.name, msg).
 		WithDetails(map[string]any{"decision": c.dec.ID})
-	_ = resp.streamError(w, e)
+	_ = rl.resp.streamError(rl.w, e)
 	c.finish(outcomeFailed, e)
+}
+
+// stop releases the provider's stream once the answer is sent or the
+// caller went away (ended false: the server could not write to it).
+func (rl *relay) stop(ended bool) {
+	defer rl.cancel()
+	defer func() { _ = rl.st.Close() }()
+	if ended || rl.finished {
+		return
+	}
+	rl.finished = true
+	rl.c.selected(rl.i, rl.usage)
+	rl.c.dec.Candidates[rl.i].Detail = "the caller went away after " + fmt.Sprint(rl.chunks) + " chunks"
+	rl.c.finish("cancelled", nil)
 }
 
 // timeoutOr reports a first-chunk timeout (the attempt's context ended,

@@ -3,6 +3,7 @@ package router_test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -356,6 +357,40 @@ func TestRouteAccess(t *testing.T) {
 			require.NotContains(t, string(r.raw), "claude-sonnet")
 		})
 	}
+}
+
+// TestCallerGoneMidStream: a caller that hangs up after the first chunks
+// of a stream cancels the provider's stream, and the decision says how far
+// the answer had got.
+func TestCallerGoneMidStream(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	e.oa.set("stall")
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, e.url+"/v1/model/stream", strings.NewReader(`{"messages":[{"role":"user","content":"Hi"}],"execution":"ex-midgone"}`))
+	req.Header.Set("Authorization", "Bearer "+e.bot())
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	sc := bufio.NewScanner(res.Body)
+	for sc.Scan() && !strings.Contains(sc.Text(), "Hello") {
+	}
+	require.Contains(t, sc.Text(), "Hello", "the chunks before the stall arrive as they are sent")
+	cancel()
+	_ = res.Body.Close()
+	require.Eventually(t, func() bool { return e.oa.cancelled.Load() == 1 }, 10*time.Second, time.Millisecond,
+		"the provider's stream is cancelled when the caller goes away")
+	require.Eventually(t, func() bool {
+		x := e.explain(e.bot(), "bot", "ex-midgone")
+		ds, _ := x.body["decisions"].([]any)
+		if len(ds) != 1 {
+			return false
+		}
+		d := ds[0].(map[string]any)
+		cs, _ := d["candidates"].([]any)
+		return d["outcome"] == "cancelled" && len(cs) > 0 && strings.Contains(fmt.Sprint(cs[0].(map[string]any)["detail"]), "went away after 2 chunks")
+	}, 10*time.Second, 5*time.Millisecond)
 }
 
 // TestCallerGoneCancelsProvider: a caller that hangs up cancels the
