@@ -30,7 +30,7 @@ type record struct {
 // must see every decision (explain) call flush first, so a caller always
 // reads its own decisions back.
 const (
-	flushEvery = 10 * time.Millisecond
+	flushEvery = 50 * time.Millisecond
 	flushBatch = 512
 	queueSize  = 65536
 )
