@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"log/slog"
+	"runtime"
 	"sync"
 	"time"
 
@@ -230,6 +231,9 @@ func (r *recorder) write(batch []*record) {
 			if err := tx.RouteDecisionInsert(ctx, ds); err != nil {
 				return err
 			}
+			// Calls waiting to run go before the batch's events are written:
+			// on one core a batch is milliseconds of SQLite work.
+			runtime.Gosched()
 			if len(charges) > 0 {
 				if _, _, err := tx.UsageCharge(ctx, mergeCharges(charges)); err != nil {
 					return err
