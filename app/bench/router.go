@@ -126,6 +126,10 @@ type routerHello struct {
 	Router   string `json:"router"`
 	Token    string `json:"token"`
 	Procs    int    `json:"procs"`
+	// WarmCalls went through the router before it answered, until it had
+	// collected twice (Warmed) or the warm-up's time was up.
+	WarmCalls int64 `json:"warmCalls"`
+	Warmed    bool  `json:"warmed"`
 }
 
 // ServeRouterChild is the child side of `warden bench router`: on the
@@ -194,15 +198,17 @@ func ServeRouterChild(ctx context.Context, o RouterOptions, in io.Reader, out io
 		return fmt.Errorf("workload token: %w", err)
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-	for range 500 {
-		if err := chatPost(ctx, client, rt+"/v1/chat/completions", token, routerBenchBody); err != nil {
-			return fmt.Errorf("warm-up call through the router: %w", err)
-		}
+	warmCalls, warmed, err := warm(ctx, func(ctx context.Context) error {
+		return chatPost(ctx, client, rt+"/v1/chat/completions", token, routerBenchBody)
+	}, func() (uint64, bool, error) { n, on := gcCycles(); return n, on, nil })
+	if err != nil {
+		return fmt.Errorf("warm-up through the router: %w", err)
 	}
 	client.CloseIdleConnections()
 	stop := func() {}
 	defer func() { stop() }()
-	hello := routerHello{Provider: "http://" + provAddr, Router: rt, Token: token, Procs: runtime.GOMAXPROCS(0)}
+	hello := routerHello{Provider: "http://" + provAddr, Router: rt, Token: token, Procs: runtime.GOMAXPROCS(0),
+		WarmCalls: warmCalls, Warmed: warmed}
 	return serveChild(ctx, in, out, hello, func(_ context.Context, command string) (string, error) {
 		verb, arg, _ := strings.Cut(command, " ")
 		switch verb {
@@ -303,12 +309,11 @@ func RunRouter(ctx context.Context, o RouterOptions, w io.Writer) ([]Result, err
 			return err
 		}
 	}
-	// Warm the load generator's connections and the direct path as the
-	// child warmed the router.
-	for range 500 {
-		if err := direct(ctx); err != nil {
-			return nil, fmt.Errorf("warm-up call to the provider: %w", err)
-		}
+	// Warm the load generator's connections and heap, and the direct
+	// path, as the child warmed the router.
+	directWarm, directWarmed, err := warm(ctx, direct, func() (uint64, bool, error) { n, on := gcCycles(); return n, on, nil })
+	if err != nil {
+		return nil, fmt.Errorf("warm-up to the provider: %w", err)
 	}
 	var out []Result
 	var gen []time.Duration
@@ -373,6 +378,8 @@ func RunRouter(ctx context.Context, o RouterOptions, w io.Writer) ([]Result, err
 	}
 	fmt.Fprintf(w, "model router benchmark: store %s, %d-second phases, %s; child GOMAXPROCS %d, load generator GOMAXPROCS %d\n",
 		scheme, int(o.Duration.Seconds()), layout, hello.Procs, runtime.GOMAXPROCS(0))
+	fmt.Fprintf(w, "warm-up, not measured: %d calls through the router (%s), %d direct (%s)\n",
+		hello.WarmCalls, warmedNote(hello.Warmed), directWarm, warmedNote(directWarmed))
 	fmt.Fprintf(w, "%-24s %10s %10s %10s %10s %10s %10s %8s\n", "phase", "calls", "calls/s", "p50", "p99", "cpu/call", "gen/call", "errors")
 	for i, r := range out {
 		g := time.Duration(0)
