@@ -232,7 +232,9 @@ as up sizes itself in a container of that many CPUs unless GOGC, GOMAXPROCS
 or WARDEN_GC_HEAP_FLOOR say otherwise (the collector's target and heap floor,
 and on the embedded store with two CPUs or more one processor more than its CPUs;
 docs/operations.md); the load generator runs in this process on the CPUs
-left. The CPU per call is the child's.`,
+left. The CPU per call is the child's. Before the measured phases, each
+process is warmed by closed-loop callers until it has collected twice, so
+that its heap has grown to the goal it serves at (at most 30 s).`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !child {
