@@ -76,10 +76,12 @@ func RunMCP(ctx context.Context, mo MCPOptions, w io.Writer) ([]Result, error) {
 		storeURL = "sqlite://" + filepath.Join(dir, "warden.db")
 	}
 	var (
-		ends    mcpEndpoints
-		cpuOf   = processCPU
-		profile = startProfile
-		where   = "client, gateway and server share this process; the direct phase's CPU is subtracted"
+		ends     mcpEndpoints
+		cpuOf    = processCPU
+		profile  = startProfile
+		local    = func() (uint64, bool, error) { n, on := gcCycles(); return n, on, nil }
+		servings = local
+		where    = "client, gateway and server share this process; the direct phase's CPU is subtracted"
 	)
 	switch mo.Layout {
 	case "", MCPLayoutSplit:
@@ -101,7 +103,7 @@ func RunMCP(ctx context.Context, mo MCPOptions, w io.Writer) ([]Result, error) {
 		defer restore()
 		procs := runtime.GOMAXPROCS(left)
 		defer runtime.GOMAXPROCS(procs)
-		ends, cpuOf, profile = child.ends, child.cpu, child.profile
+		ends, cpuOf, profile, servings = child.ends, child.cpu, child.profile, child.gcCycles
 		where = fmt.Sprintf("gateway and server in a process of their own pinned to 1 of %d CPUs (GOMAXPROCS %d), the client on the other %d; "+
 			"the server process's CPU, the direct phase's subtracted", runtimeCPUs(), child.ends.Procs, left)
 	case MCPLayoutShared:
@@ -148,10 +150,15 @@ func RunMCP(ctx context.Context, mo MCPOptions, w io.Writer) ([]Result, error) {
 		}
 	}
 	directCall, governed := call(direct.ClientSession, "echo"), call(viaGW.ClientSession, "echo.echo")
-	for range 200 {
-		if err := governed(ctx); err != nil {
-			return nil, fmt.Errorf("warm-up call through the MCP gateway: %w", err)
-		}
+	// Warm the serving process through the gateway, then this one's heap
+	// and connections with direct calls (warm.go).
+	gwWarm, gwWarmed, err := warm(ctx, governed, servings)
+	if err != nil {
+		return nil, fmt.Errorf("warm-up through the MCP gateway: %w", err)
+	}
+	directWarm, directWarmed, err := warm(ctx, directCall, local)
+	if err != nil {
+		return nil, fmt.Errorf("warm-up of the direct calls: %w", err)
 	}
 	var out []Result
 	for _, ph := range []struct {
@@ -188,6 +195,8 @@ func RunMCP(ctx context.Context, mo MCPOptions, w io.Writer) ([]Result, error) {
 	scheme, _, _ := strings.Cut(storeURL, "://")
 	fmt.Fprintf(w, "MCP gateway benchmark (tools/call of a read-only echo tool, per-agent endpoint /mcp): store %s, %d policy rules, %d-second phases, %d CPUs, %s client\n%s\n",
 		scheme, o.Rules, int(o.Duration.Seconds()), runtimeCPUs(), mo.Client, where)
+	fmt.Fprintf(w, "warm-up, not measured: %d calls through the gateway (%s), %d direct (%s)\n",
+		gwWarm, warmedNote(gwWarmed), directWarm, warmedNote(directWarmed))
 	fmt.Fprintf(w, "%-22s %10s %10s %10s %10s %10s %8s\n", "phase", "calls", "calls/s", "p50", "p99", "cpu/call", "errors")
 	for _, r := range out {
 		fmt.Fprintf(w, "%-22s %10d %10.0f %10s %10s %10s %8d\n", r.Name, r.Calls, r.PerSecond(), ms(r.P50), ms(r.P99), us(r.CPUPerCall()), r.Errors)

@@ -138,6 +138,9 @@ func ServeMCP(ctx context.Context, o MCPServeOptions, in io.Reader, out io.Write
 		switch cmd {
 		case "cpu":
 			return strconv.FormatInt(int64(processCPU()), 10), nil
+		case "gc":
+			n, on := gcCycles()
+			return strconv.FormatUint(n, 10) + " " + strconv.FormatBool(on), nil
 		case "profile":
 			stop()
 			s, err := startProfile(arg)
@@ -185,6 +188,21 @@ func (c *mcpChild) cpu() time.Duration {
 	}
 	n, _ := strconv.ParseInt(a, 10, 64)
 	return time.Duration(n)
+}
+
+// gcCycles is the serving process's completed collections, and whether
+// its collector is on.
+func (c *mcpChild) gcCycles() (uint64, bool, error) {
+	a, err := c.ask("gc")
+	if err != nil {
+		return 0, false, fmt.Errorf("bench: the serving process: %w", err)
+	}
+	n, on, _ := strings.Cut(a, " ")
+	cycles, err := strconv.ParseUint(n, 10, 64)
+	if err != nil {
+		return 0, false, fmt.Errorf("bench: the serving process's collections %q: %w", a, err)
+	}
+	return cycles, on == "true", nil
 }
 
 // profile starts a CPU profile of the serving process; no path, nothing.
