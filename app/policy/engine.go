@@ -9,6 +9,9 @@ import (
 	"sync/atomic"
 
 	"cel.dev/cel-go/cel"
+	celast "cel.dev/cel-go/common/ast"
+	"cel.dev/cel-go/common/operators"
+	"cel.dev/cel-go/common/types"
 
 	"github.com/warden-dev/warden/app/jcs"
 	"github.com/warden-dev/warden/app/resource"
@@ -202,12 +205,15 @@ func (e *Engine) compile(o *resource.Object) *compiledPolicy {
 			cr.action = resource.ActionDeny
 		}
 		path := fmt.Sprintf("spec.rules[%d].when", i)
-		prg, used, msg := e.program(r.When, hooks, true)
+		prg, used, ast, msg := e.program(r.When, hooks, true)
 		if msg != "" {
 			cp.errs = append(cp.errs, resource.FieldError{Path: path, Code: resource.ErrCodeInvalid, Message: msg})
 			cr.broken = "the when expression does not compile: " + msg
 		}
 		cr.prg, cr.vars = prg, used
+		if prg != nil {
+			cr.tool = toolGuard(ast)
+		}
 		if r.Modify != nil {
 			keys := make([]string, 0, len(r.Modify.Set))
 			for k := range r.Modify.Set {
@@ -215,7 +221,7 @@ func (e *Engine) compile(o *resource.Object) *compiledPolicy {
 			}
 			slices.Sort(keys)
 			for _, k := range keys {
-				prg, _, msg := e.program(r.Modify.Set[k], hooks, false)
+				prg, _, _, msg := e.program(r.Modify.Set[k], hooks, false)
 				if msg != "" {
 					cp.errs = append(cp.errs, resource.FieldError{
 						Path: fmt.Sprintf("spec.rules[%d].modify.set[%s]", i, strconv.Quote(k)), Code: resource.ErrCodeInvalid, Message: msg,
@@ -230,13 +236,64 @@ func (e *Engine) compile(o *resource.Object) *compiledPolicy {
 	return cp
 }
 
-// program compiles an expression for the given hooks. It returns a
-// problem message instead of a program when the expression does not parse
-// or type-check, names a variable the hooks do not fill, or (wantBool) is
-// not of type bool.
-func (e *Engine) program(expr string, hooks []string, wantBool bool) (cel.Program, []string, string) {
+// toolGuard returns the tool a when expression is about: "x" when the
+// expression is tool.name == "x" (either way round) or a conjunction with
+// such a term, "" otherwise. Such a rule never fires for another tool:
+// CEL's && is false as soon as one term is, whatever the others evaluate
+// to (an error included), and tool.name is always the called tool's name.
+// So the rule is not evaluated for other tools (Set.eval), which is most of
+// the cost of policies that scope their rules by tool.
+func toolGuard(ast *cel.Ast) string {
+	var guard func(x celast.Expr) string
+	guard = func(x celast.Expr) string {
+		if x.Kind() != celast.CallKind {
+			return ""
+		}
+		c := x.AsCall()
+		if c.IsMemberFunction() {
+			return ""
+		}
+		args := c.Args()
+		switch c.FunctionName() {
+		case operators.LogicalAnd:
+			for _, a := range args {
+				if name := guard(a); name != "" {
+					return name
+				}
+			}
+		case operators.Equals:
+			if len(args) == 2 {
+				if name := toolNameIs(args[0], args[1]); name != "" {
+					return name
+				}
+				return toolNameIs(args[1], args[0])
+			}
+		}
+		return ""
+	}
+	return guard(ast.NativeRep().Expr())
+}
+
+// toolNameIs returns the string literal lit when sel is tool.name.
+func toolNameIs(sel, lit celast.Expr) string {
+	if sel.Kind() != celast.SelectKind || lit.Kind() != celast.LiteralKind {
+		return ""
+	}
+	s := sel.AsSelect()
+	if s.IsTestOnly() || s.FieldName() != "name" || s.Operand().Kind() != celast.IdentKind || s.Operand().AsIdent() != VarTool {
+		return ""
+	}
+	v, _ := lit.AsLiteral().(types.String)
+	return string(v)
+}
+
+// program compiles an expression for the given hooks and returns it with
+// its checked syntax tree. It returns a problem message instead of a
+// program when the expression does not parse or type-check, names a
+// variable the hooks do not fill, or (wantBool) is not of type bool.
+func (e *Engine) program(expr string, hooks []string, wantBool bool) (cel.Program, []string, *cel.Ast, string) {
 	if expr == "" {
-		return nil, nil, "expression is empty"
+		return nil, nil, nil, "expression is empty"
 	}
 	ast, iss := e.env.Compile(expr)
 	if iss != nil && iss.Err() != nil {
@@ -244,18 +301,18 @@ func (e *Engine) program(expr string, hooks []string, wantBool bool) (cel.Progra
 		if strings.Contains(msg, "reserved identifier: namespace") {
 			msg = "`namespace` is a reserved word in CEL; the agent's namespace is the variable `ns`: " + msg
 		}
-		return nil, nil, msg
+		return nil, nil, nil, msg
 	}
 	used, problem := checkVars(ast, hooks)
 	if problem != "" {
-		return nil, used, problem
+		return nil, used, nil, problem
 	}
 	if wantBool && !ast.OutputType().IsExactType(cel.BoolType) {
-		return nil, used, fmt.Sprintf("expression has type %s but must evaluate to bool", ast.OutputType())
+		return nil, used, nil, fmt.Sprintf("expression has type %s but must evaluate to bool", ast.OutputType())
 	}
 	prg, err := e.env.Program(ast, cel.EvalOptions(cel.OptOptimize))
 	if err != nil {
-		return nil, used, err.Error()
+		return nil, used, nil, err.Error()
 	}
-	return prg, used, ""
+	return prg, used, ast, ""
 }

@@ -346,3 +346,47 @@ func TestConcurrentBuildAndDecide(t *testing.T) {
 	// Racing builders may each compile the first time, never after.
 	require.LessOrEqual(t, e.Compilations(), int64(4))
 }
+
+// A rule whose when expression requires tool.name == "x" (alone or as a
+// term of a conjunction) is skipped for other tools, and decides exactly
+// as its expression does: for its tool it is evaluated, errors included.
+func TestToolGuardedRules(t *testing.T) {
+	t.Parallel()
+	h := resource.HookToolCallRequest
+	tests := []struct {
+		when  string
+		guard string
+	}{
+		{`tool.name == "crm.lookup"`, "crm.lookup"},
+		{`"crm.lookup" == tool.name && input.q < 0`, "crm.lookup"},
+		{`has(input.q) && tool.name == "crm.lookup" && input.q < 0`, "crm.lookup"},
+		{`(tool.name == "crm.lookup" && input.q < 0) && has(input.q)`, "crm.lookup"},
+		{`tool.name == "crm.lookup" && input.missing.deep == 1`, "crm.lookup"},
+		{`tool.name == "crm.lookup" || input.q < 0`, ""},
+		{`!(tool.name == "crm.lookup")`, ""},
+		{`tool.name != "crm.lookup"`, ""},
+		{`tool.sideEffect == "crm.lookup"`, ""},
+		{`input.name == "crm.lookup"`, ""},
+		{`[1].exists(tool, tool == 1) && tool.name == "crm.lookup"`, "crm.lookup"},
+	}
+	for _, tc := range tests {
+		s := setup(t, newPolicy("p", 1, nil, rule("r", h, tc.when, resource.ActionDeny)))
+		require.Equal(t, tc.guard, s.policies[0].rules[0].tool, tc.when)
+		for _, tool := range []string{"crm.lookup", "other.tool", ""} {
+			for _, args := range []map[string]any{{"q": -1.0}, {"q": 1.0}, {}} {
+				in := &Input{Hook: h, Namespace: "default", Environment: "dev", Agent: "bot", Tool: ToolRef{Name: tool}, Args: args}
+				got := s.Evaluate(in)
+				// The same rule without the guard: its program alone.
+				var want []Decision
+				if d, ok := s.policies[0].rules[0].eval(&activation{in: in}); ok {
+					want = []Decision{d}
+				}
+				require.Equal(t, len(want), len(got), "%s for %q %v", tc.when, tool, args)
+				if len(want) == 1 {
+					require.Equal(t, want[0].Action, got[0].Action)
+					require.Equal(t, want[0].Failed, got[0].Failed)
+				}
+			}
+		}
+	}
+}

@@ -108,6 +108,8 @@ type compiledRule struct {
 	hooks   uint8
 	prg     cel.Program
 	vars    []string
+	// tool, when set, is the only tool the rule can fire for (toolGuard).
+	tool string
 	// broken says why the rule has no program; it then always denies.
 	broken string
 	// set and remove are the rule's modify operations, set in path order.
@@ -223,7 +225,7 @@ func (s *Set) eval(in *Input, fire func(Decision) bool) {
 			continue
 		}
 		for i, r := range p.rules {
-			if r.hooks&bit == 0 {
+			if r.hooks&bit == 0 || r.tool != "" && r.tool != in.Tool.Name {
 				continue
 			}
 			d, ok := r.eval(act)
