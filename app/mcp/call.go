@@ -22,20 +22,20 @@ import (
 // record never holds them; the caller's context may carry a blob store
 // (withBlobs) that keeps the data to hand it to the client.
 func (s *Service) CallTool(ctx context.Context, tenant, ns, server, tool string, input map[string]any) (any, error) {
-	obj, err := s.server(ctx, tenant, ns, server)
+	cached, err := s.cachedServer(ctx, tenant, ns, server)
 	if err != nil {
 		return nil, err
 	}
-	if obj == nil {
+	if cached == nil {
 		return nil, apierr.New(apierr.CodeNotFound, "MCP server %q not found in namespace %q", server, ns)
 	}
-	if reason := quarantineReason(obj); reason != "" {
+	if reason := quarantineReason(cached.obj); reason != "" {
 		return nil, apierr.New(apierr.CodeQuarantined, "MCP server %q is quarantined: %s", server, reason)
 	}
-	spec, err := resource.DecodeSpec[resource.MCPServerSpec](obj)
-	if err != nil {
-		return nil, apierr.New(apierr.CodeUnavailable, "MCP server %q: %s", server, err)
+	if cached.err != nil {
+		return nil, apierr.New(apierr.CodeUnavailable, "MCP server %q: %s", server, cached.err)
 	}
+	spec := cached.spec
 	var out map[string]any
 	for attempt := 0; ; attempt++ {
 		cs, key, err := s.session(ctx, tenant, ns, server, spec)

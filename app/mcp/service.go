@@ -198,13 +198,32 @@ func (s *Service) invalidate(tenant string) {
 // the tenant's configuration generation gen was read.
 type serverCache struct {
 	gen uint64
-	m   map[string]*resource.Object
+	m   map[string]*cachedServer
+}
+
+// cachedServer is an MCPServer and its spec, decoded once for the calls
+// made until the tenant's configuration changes.
+type cachedServer struct {
+	obj  *resource.Object
+	spec resource.MCPServerSpec
+	// err is why the spec does not decode.
+	err error
 }
 
 // server returns an MCPServer, from the tenant's cache when it has one
 // that no configuration commit has made stale: a quarantine or a pin that
 // an apply committed applies to every call made after it answered.
 func (s *Service) server(ctx context.Context, tenant, ns, name string) (*resource.Object, error) {
+	cs, err := s.cachedServer(ctx, tenant, ns, name)
+	if cs == nil || err != nil {
+		return nil, err
+	}
+	return cs.obj, nil
+}
+
+// cachedServer is server with the decoded spec; nil when there is no such
+// server.
+func (s *Service) cachedServer(ctx context.Context, tenant, ns, name string) (*cachedServer, error) {
 	gen := s.st.ConfigGeneration(tenant)
 	s.mu.Lock()
 	c := s.servers[tenant]
@@ -219,9 +238,11 @@ func (s *Service) server(ctx context.Context, tenant, ns, name string) (*resourc
 		if err != nil {
 			return nil, fmt.Errorf("mcp: list MCP servers: %w", err)
 		}
-		c = &serverCache{gen: gen, m: make(map[string]*resource.Object, len(all))}
+		c = &serverCache{gen: gen, m: make(map[string]*cachedServer, len(all))}
 		for _, o := range all {
-			c.m[o.Metadata.Namespace+"/"+o.Metadata.Name] = o
+			cs := &cachedServer{obj: o}
+			cs.spec, cs.err = resource.DecodeSpec[resource.MCPServerSpec](o)
+			c.m[o.Metadata.Namespace+"/"+o.Metadata.Name] = cs
 		}
 		s.mu.Lock()
 		if cur := s.servers[tenant]; cur == nil || cur.gen <= gen {
