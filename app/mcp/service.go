@@ -210,19 +210,10 @@ type cachedServer struct {
 	err error
 }
 
-// server returns an MCPServer, from the tenant's cache when it has one
-// that no configuration commit has made stale: a quarantine or a pin that
-// an apply committed applies to every call made after it answered.
-func (s *Service) server(ctx context.Context, tenant, ns, name string) (*resource.Object, error) {
-	cs, err := s.cachedServer(ctx, tenant, ns, name)
-	if cs == nil || err != nil {
-		return nil, err
-	}
-	return cs.obj, nil
-}
-
-// cachedServer is server with the decoded spec; nil when there is no such
-// server.
+// cachedServer returns an MCPServer with its decoded spec, from the
+// tenant's cache when it has one that no configuration commit has made
+// stale: a quarantine or a pin that an apply committed applies to every
+// call made after it answered. nil when there is no such server.
 func (s *Service) cachedServer(ctx context.Context, tenant, ns, name string) (*cachedServer, error) {
 	gen := s.st.ConfigGeneration(tenant)
 	s.mu.Lock()
