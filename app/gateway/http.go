@@ -66,9 +66,7 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	case <-ctx.Done():
 	}
-	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := app.ShutdownWithContext(shutdown); err != nil {
+	if err := listener.ShutdownFiber(app, ln); err != nil {
 		return fmt.Errorf("shut down tool gateway: %w", err)
 	}
 	return <-errc

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -59,9 +58,7 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	case <-ctx.Done():
 	}
-	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := app.ShutdownWithContext(shutdown); err != nil {
+	if err := listener.ShutdownFiber(app, ln); err != nil {
 		return fmt.Errorf("shut down RAG service: %w", err)
 	}
 	return <-errc

@@ -185,7 +185,8 @@ func (r *Router) Flush(ctx context.Context) error { return r.rec.flush(ctx) }
 func (r *Router) Serve(ctx context.Context, ln net.Listener) error {
 	app := r.App()
 	errc := make(chan error, 1)
-	go func() { errc <- app.Listener(newConnLimit(ln, r.cfg.MaxConns)) }()
+	cl := newConnLimit(ln, r.cfg.MaxConns)
+	go func() { errc <- app.Listener(cl) }()
 	select {
 	case err := <-errc:
 		if err != nil {
@@ -194,7 +195,7 @@ func (r *Router) Serve(ctx context.Context, ln net.Listener) error {
 		return nil
 	case <-ctx.Done():
 	}
-	if err := app.ShutdownWithTimeout(10 * time.Second); err != nil {
+	if err := listener.ShutdownFiber(app, cl); err != nil {
 		return fmt.Errorf("shut down model router: %w", err)
 	}
 	if err := <-errc; err != nil {

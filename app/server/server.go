@@ -485,9 +485,7 @@ func (s *Server) serveControl(ctx context.Context, ln net.Listener) error {
 	case <-ctx.Done():
 	}
 	s.stopBackground()
-	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := s.app.ShutdownWithContext(shutdown); err != nil {
+	if err := listener.ShutdownFiber(s.app, ln); err != nil {
 		return fmt.Errorf("shut down control plane: %w", err)
 	}
 	return <-errc

@@ -35,11 +35,7 @@ func (s *Service) Serve(ctx context.Context, ls Listeners) error {
 	if ls.Query != nil {
 		app := s.App()
 		go func() { errc <- wrapServe("trace query", app.Listener(ls.Query)) }()
-		defer func() {
-			sctx, c := context.WithTimeout(context.Background(), 10*time.Second)
-			defer c()
-			_ = app.ShutdownWithContext(sctx)
-		}()
+		defer func() { _ = listener.ShutdownFiber(app, ls.Query) }()
 	}
 	if ls.OTLPHTTP != nil {
 		t := listener.Timeouts{}.WithDefaults()
