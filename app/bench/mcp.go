@@ -76,12 +76,11 @@ func RunMCP(ctx context.Context, mo MCPOptions, w io.Writer) ([]Result, error) {
 		storeURL = "sqlite://" + filepath.Join(dir, "warden.db")
 	}
 	var (
-		ends     mcpEndpoints
-		cpuOf    = processCPU
-		profile  = startProfile
-		local    = func() (uint64, bool, error) { n, on := gcCycles(); return n, on, nil }
-		servings = local
-		where    = "client, gateway and server share this process; the direct phase's CPU is subtracted"
+		ends    mcpEndpoints
+		cpuOf   = processCPU
+		profile = startProfile
+		serving = localCycles
+		where   = "client, gateway and server share this process; the direct phase's CPU is subtracted"
 	)
 	switch mo.Layout {
 	case "", MCPLayoutSplit:
@@ -103,7 +102,7 @@ func RunMCP(ctx context.Context, mo MCPOptions, w io.Writer) ([]Result, error) {
 		defer restore()
 		procs := runtime.GOMAXPROCS(left)
 		defer runtime.GOMAXPROCS(procs)
-		ends, cpuOf, profile, servings = child.ends, child.cpu, child.profile, child.gcCycles
+		ends, cpuOf, profile, serving = child.ends, child.cpu, child.profile, child.gcCycles
 		where = fmt.Sprintf("gateway and server in a process of their own pinned to 1 of %d CPUs (GOMAXPROCS %d), the client on the other %d; "+
 			"the server process's CPU, the direct phase's subtracted", runtimeCPUs(), child.ends.Procs, left)
 	case MCPLayoutShared:
@@ -152,11 +151,11 @@ func RunMCP(ctx context.Context, mo MCPOptions, w io.Writer) ([]Result, error) {
 	directCall, governed := call(direct.ClientSession, "echo"), call(viaGW.ClientSession, "echo.echo")
 	// Warm the serving process through the gateway, then this one's heap
 	// and connections with direct calls (warm.go).
-	gwWarm, gwWarmed, err := warm(ctx, governed, servings)
+	gwWarm, gwWarmed, err := warm(ctx, governed, serving)
 	if err != nil {
 		return nil, fmt.Errorf("warm-up through the MCP gateway: %w", err)
 	}
-	directWarm, directWarmed, err := warm(ctx, directCall, local)
+	directWarm, directWarmed, err := warm(ctx, directCall, localCycles)
 	if err != nil {
 		return nil, fmt.Errorf("warm-up of the direct calls: %w", err)
 	}

@@ -200,7 +200,7 @@ func ServeRouterChild(ctx context.Context, o RouterOptions, in io.Reader, out io
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	warmCalls, warmed, err := warm(ctx, func(ctx context.Context) error {
 		return chatPost(ctx, client, rt+"/v1/chat/completions", token, routerBenchBody)
-	}, func() (uint64, bool, error) { n, on := gcCycles(); return n, on, nil })
+	}, localCycles)
 	if err != nil {
 		return fmt.Errorf("warm-up through the router: %w", err)
 	}
@@ -311,7 +311,7 @@ func RunRouter(ctx context.Context, o RouterOptions, w io.Writer) ([]Result, err
 	}
 	// Warm the load generator's connections and heap, and the direct
 	// path, as the child warmed the router.
-	directWarm, directWarmed, err := warm(ctx, direct, func() (uint64, bool, error) { n, on := gcCycles(); return n, on, nil })
+	directWarm, directWarmed, err := warm(ctx, direct, localCycles)
 	if err != nil {
 		return nil, fmt.Errorf("warm-up to the provider: %w", err)
 	}

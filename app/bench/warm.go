@@ -34,7 +34,14 @@ const (
 func gcCycles() (uint64, bool) {
 	s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/gc/gogc:percent"}}
 	metrics.Read(s)
-	return s[0].Value.Uint64(), s[1].Value.Uint64() > 0 && s[1].Value.Uint64() < 1<<62
+	// GOGC=off reads as -1 converted.
+	return s[0].Value.Uint64(), int64(s[1].Value.Uint64()) >= 0
+}
+
+// localCycles is gcCycles as warm asks it, for this process.
+func localCycles() (uint64, bool, error) {
+	n, on := gcCycles()
+	return n, on, nil
 }
 
 // warm calls fn from warmCallers closed-loop callers until cycles says

@@ -138,10 +138,6 @@ func (w *reply) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// flush ends a piece of a stream: the server sends what it holds as one
-// chunk once next returns. A caller that goes away is seen by stop.
-func (w *reply) flush() error { return nil }
-
 // stream ends the handler with the answer's status and headers set, and
 // has the body streamed: the server's own goroutine calls next for each
 // piece as it has sent the one before (next writes it to w and returns
@@ -370,7 +366,8 @@ type responder interface {
 	answer(w *reply, body []byte) error
 	// begin starts a stream.
 	begin(w *reply)
-	// chunk writes one chunk (OpenAI chunk JSON) and flushes it.
+	// chunk writes one chunk (OpenAI chunk JSON); it goes out as one piece
+	// of the stream (reply.stream).
 	chunk(w *reply, data []byte) error
 	// end ends a stream that completed.
 	end(w *reply, u Usage) error
@@ -412,19 +409,13 @@ func (openAIResponder) chunk(w *reply, data []byte) error {
 	if _, err := w.Write(data); err != nil {
 		return err
 	}
-	if _, err := w.Write(eventEnd); err != nil {
-		return err
-	}
-	return flush(w)
+	_, err := w.Write(eventEnd)
+	return err
 }
 
-func flush(w *reply) error { return w.flush() }
-
 func (openAIResponder) end(w *reply, _ Usage) error {
-	if _, err := w.Write(doneEvent); err != nil {
-		return err
-	}
-	return flush(w)
+	_, err := w.Write(doneEvent)
+	return err
 }
 
 // streamError ends an OpenAI stream with an error event, which the
@@ -436,7 +427,7 @@ func (openAIResponder) streamError(w *reply, e *apierr.Error) error {
 	}
 	_, _ = w.Write(b)
 	_, _ = w.Write(eventEnd)
-	return flush(w)
+	return nil
 }
 
 func (openAIResponder) fail(w *reply, e *apierr.Error) { writeError(w, e) }

@@ -346,7 +346,7 @@ func (a *anthropicResponder) chunk(w *reply, data []byte) error {
 			a.stop = stopReason(*ch.FinishReason)
 		}
 	}
-	return flush(w)
+	return nil
 }
 
 func (a *anthropicResponder) end(w *reply, u Usage) error {
@@ -367,12 +367,12 @@ func (a *anthropicResponder) end(w *reply, u Usage) error {
 	if err := a.emit(w, "message_stop", map[string]any{"type": "message_stop"}); err != nil {
 		return err
 	}
-	return flush(w)
+	return nil
 }
 
 func (a *anthropicResponder) streamError(w *reply, e *apierr.Error) error {
 	_ = a.emit(w, "error", map[string]any{"type": "error", "error": map[string]any{"type": anthErrorType(e.Code), "message": e.Message}})
-	return flush(w)
+	return nil
 }
 
 func (a *anthropicResponder) fail(w *reply, e *apierr.Error) { writeAnthError(w, e) }

@@ -3,7 +3,6 @@ package router
 import (
 	"context"
 	"log/slog"
-	"runtime"
 	"sync"
 	"time"
 
@@ -149,42 +148,34 @@ func (r *recorder) run() {
 	defer close(r.done)
 	timer := time.NewTimer(flushEvery)
 	timer.Stop()
+	// wait is the timer's channel while a batch gathers, nil otherwise.
+	var wait <-chan time.Time
 	var spare []*record
-	write := func() {
+	for {
+		var flushed chan struct{}
+		select {
+		case <-r.kick:
+			if wait == nil && r.queued() < flushBatch {
+				timer.Reset(flushEvery)
+				wait = timer.C
+				continue
+			}
+			// flushBatch records wait.
+		case <-wait:
+		case flushed = <-r.flushes:
+		case <-r.stop:
+			timer.Stop()
+			r.drain()
+			return
+		}
+		timer.Stop()
+		wait = nil
 		batch := r.take(spare)
 		r.write(batch)
 		clear(batch)
 		spare = batch
-	}
-	for {
-		select {
-		case <-r.kick:
-			if r.queued() < flushBatch {
-				timer.Reset(flushEvery)
-				select {
-				case <-timer.C:
-				case <-r.kick:
-					// flushBatch records wait.
-					timer.Stop()
-				case done := <-r.flushes:
-					timer.Stop()
-					write()
-					close(done)
-					continue
-				case <-r.stop:
-					timer.Stop()
-					write()
-					r.drain()
-					return
-				}
-			}
-			write()
-		case done := <-r.flushes:
-			write()
-			close(done)
-		case <-r.stop:
-			r.drain()
-			return
+		if flushed != nil {
+			close(flushed)
 		}
 	}
 }
@@ -231,9 +222,6 @@ func (r *recorder) write(batch []*record) {
 			if err := tx.RouteDecisionInsert(ctx, ds); err != nil {
 				return err
 			}
-			// Calls waiting to run go before the batch's events are written:
-			// on one core a batch is milliseconds of SQLite work.
-			runtime.Gosched()
 			if len(charges) > 0 {
 				if _, _, err := tx.UsageCharge(ctx, mergeCharges(charges)); err != nil {
 					return err

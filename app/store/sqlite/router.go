@@ -52,16 +52,14 @@ func multiRows(insert string) [len(routeInsertSizes)]string {
 }
 
 // insertRows runs the multi-row statement of stmts that fits the rows
-// left, of width parameters each, until args is used up. Between two
-// statements it yields its processor: SQLite runs in the caller's
+// left, of width parameters each, until args is used up. Before each
+// statement it yields its processor: SQLite runs in the caller's
 // goroutine, and a batch of a few hundred rows is milliseconds of work
 // that on one core would hold up every call waiting to run (Go preempts
 // a running goroutine only after 10 ms).
 func (t *writeTx) insertRows(ctx context.Context, stmts *[len(routeInsertSizes)]string, width int, args []any) error {
-	for first := true; len(args) > 0; first = false {
-		if !first {
-			runtime.Gosched()
-		}
+	for len(args) > 0 {
+		runtime.Gosched()
 		rows := len(args) / width
 		i := 0
 		for routeInsertSizes[i] > rows {
