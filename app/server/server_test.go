@@ -45,6 +45,13 @@ type bundle struct {
 
 func setup(t *testing.T, storeURL string) *bundle {
 	t.Helper()
+	return setupWith(t, storeURL, nil)
+}
+
+// setupWith is setup with the server's configuration adjusted by tune,
+// which may wrap the store; the bundle keeps the unwrapped one.
+func setupWith(t *testing.T, storeURL string, tune func(*server.Config)) *bundle {
+	t.Helper()
 	ctx := context.Background()
 	st, err := backend.Open(ctx, storeURL, backend.Options{})
 	require.NoError(t, err)
@@ -57,7 +64,11 @@ func setup(t *testing.T, storeURL string) *bundle {
 	require.False(t, created, "a second bootstrap must not create anything")
 	require.Empty(t, again)
 
-	srv, err := server.New(server.Config{Store: st, BookmarkInterval: 50 * time.Millisecond})
+	cfg := server.Config{Store: st, BookmarkInterval: 50 * time.Millisecond}
+	if tune != nil {
+		tune(&cfg)
+	}
+	srv, err := server.New(cfg)
 	require.NoError(t, err)
 	ln := listen(t)
 	sctx, cancel := context.WithCancel(ctx)

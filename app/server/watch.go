@@ -62,6 +62,9 @@ func (s *Server) handleWatch(c *fiber.Ctx) error {
 	tenant := p.Tenant
 	interval := s.cfg.BookmarkInterval
 	id := listener.RequestIDOf(c)
+	// Send the headers now: the client learns the watch was accepted even
+	// before its start point is known.
+	c.Context().Response.ImmediateHeaderFlush = true
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
 		defer listener.LogPanic(ctx, s.log, "watch stream", id)
 		defer cancel()
@@ -73,6 +76,9 @@ func (s *Server) handleWatch(c *fiber.Ctx) error {
 // streamWatch writes a watch stream. Only this goroutine writes to w: the hub
 // hands events over a channel, and idle BOOKMARKs (which keep proxies from
 // closing the stream and find clients that went away) come from a ticker.
+// The first BOOKMARK is the hub's, naming the version the stream starts
+// after: a client may take it as "from here on nothing is missed", so no
+// idle BOOKMARK goes out before it.
 func (s *Server) streamWatch(ctx context.Context, cancel context.CancelFunc, w *bufio.Writer, tenant string,
 	sel *resource.Selector, from string, scoped func(*resource.Object) bool, interval time.Duration) {
 	evc := make(chan api.WatchEvent)
@@ -122,6 +128,9 @@ func (s *Server) streamWatch(ctx context.Context, cancel context.CancelFunc, w *
 				return
 			}
 		case <-ticker.C:
+			if last == "" {
+				continue
+			}
 			if !write(api.WatchEvent{Type: api.EventBookmark, Object: &resource.Object{Metadata: resource.ObjectMeta{ResourceVersion: last}}}) {
 				return
 			}

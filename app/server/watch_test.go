@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -132,6 +134,70 @@ func TestWatchStreamsAndResumes(t *testing.T) {
 			require.Equal(t, http.StatusBadRequest, bad.StatusCode)
 		})
 	}
+}
+
+// versionGate holds the watch hub's read of where a stream starts until the
+// test releases it.
+type versionGate struct {
+	store.Store
+	armed            atomic.Bool
+	entered, release chan struct{}
+}
+
+func (g *versionGate) View(ctx context.Context, tenant string, fn func(context.Context, store.Reader) error) error {
+	return g.Store.View(ctx, tenant, func(ctx context.Context, r store.Reader) error {
+		return fn(ctx, gatedReader{Reader: r, g: g})
+	})
+}
+
+type gatedReader struct {
+	store.Reader
+	g *versionGate
+}
+
+func (r gatedReader) CurrentVersion(ctx context.Context) (int64, error) {
+	if r.g.armed.CompareAndSwap(true, false) {
+		close(r.g.entered)
+		<-r.g.release
+	}
+	return r.Reader.CurrentVersion(ctx)
+}
+
+// TestWatchStartsAtItsFirstBookmark: a slow start must not let an idle
+// BOOKMARK out first, or a client that waits for the first BOOKMARK before
+// it writes would lose its own change.
+func TestWatchStartsAtItsFirstBookmark(t *testing.T) {
+	t.Parallel()
+	gate := &versionGate{entered: make(chan struct{}), release: make(chan struct{})}
+	b := setupWith(t, "sqlite://"+filepath.Join(t.TempDir(), "warden.db"), func(c *server.Config) {
+		gate.Store = c.Store
+		c.Store = gate
+		c.BookmarkInterval = time.Millisecond
+	})
+	gate.armed.Store(true)
+	ch, _ := openWatch(t, b, "selector=kind%3DTool")
+	<-gate.entered
+	// Committed before the stream's start point is read: not in the stream,
+	// and the first BOOKMARK must say so.
+	require.Equal(t, http.StatusOK, b.apply(t, fmt.Sprintf(toolDoc, "watch.before")).status)
+	var before int64
+	require.NoError(t, b.store.View(context.Background(), server.LocalTenant, func(ctx context.Context, r store.Reader) error {
+		var err error
+		before, err = r.CurrentVersion(ctx)
+		return err
+	}))
+	close(gate.release)
+
+	first := <-ch
+	require.Equal(t, "BOOKMARK", first.Type)
+	start, err := strconv.ParseInt(first.Object.Metadata.ResourceVersion, 10, 64)
+	require.NoError(t, err, "the first BOOKMARK names where the stream starts")
+	require.Equal(t, before, start)
+
+	require.Equal(t, http.StatusOK, b.apply(t, fmt.Sprintf(toolDoc, "watch.after")).status)
+	ev := next(t, ch)
+	require.Equal(t, "ADDED", ev.Type)
+	require.Equal(t, "watch.after", ev.Object.Metadata.Name)
 }
 
 func TestValidateAndDiffWriteNothing(t *testing.T) {
