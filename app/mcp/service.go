@@ -19,6 +19,7 @@ import (
 	"github.com/warden-dev/warden/app/resource"
 	"github.com/warden-dev/warden/app/secret"
 	"github.com/warden-dev/warden/app/store"
+	"github.com/warden-dev/warden/app/upstream"
 )
 
 // Version is the version the gateway reports as an MCP client and server.
@@ -129,6 +130,9 @@ type Service struct {
 	log  *slog.Logger
 	now  func() time.Time
 	http *http.Client
+	// ups carries tools/call to plain-HTTP servers when HTTPClient was
+	// not given; nil otherwise.
+	ups  *upstream.Pools
 	gw   *gateway.Gateway
 	sess sessions
 	// rpcID numbers the requests the gateway posts on MCP sessions.
@@ -150,6 +154,7 @@ type Service struct {
 
 // New builds a Service.
 func New(cfg Config) (*Service, error) {
+	lean := cfg.HTTPClient == nil
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -160,6 +165,11 @@ func New(cfg Config) (*Service, error) {
 		sess:    sessions{m: map[string]*sessionEntry{}},
 		servers: map[string]*serverCache{},
 		base:    base, cancel: cancel,
+	}
+	if lean {
+		// Calls to plain-HTTP servers skip net/http (app/upstream).
+		s.ups = upstream.NewPools(maxUpstreamConns)
+		go s.ups.PruneUntil(base.Done())
 	}
 	s.agents = newAgentServers(s)
 	s.stdio = newStdioServers(s)
@@ -183,6 +193,9 @@ func (s *Service) Close() {
 	s.agents.close()
 	s.closeSessions()
 	s.stdio.closeAll()
+	if s.ups != nil {
+		s.ups.Close()
+	}
 }
 
 // invalidate drops the cached servers of a tenant.

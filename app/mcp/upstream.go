@@ -11,12 +11,25 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/warden-dev/warden/app/upstream"
 )
 
-// maxUpstreamBytes bounds the answer of an MCP server to one call.
-const maxUpstreamBytes = 64 << 20
+const (
+	// maxUpstreamBytes bounds the answer of an MCP server to one call.
+	maxUpstreamBytes = 64 << 20
+	// maxUpstreamConns bounds the gateway's connections to one MCP server
+	// over plain HTTP: past it a call fails at once.
+	maxUpstreamConns = 1024
+	// drainWait and drainBytes bound how long and how much of an event
+	// stream is read after the call's answer, in the background, so that
+	// its connection can be reused (upstream.CloseSoon).
+	drainWait  = time.Second
+	drainBytes = 64 << 10
+)
 
 // errSessionGone is an MCP server's 404 to a request on a session it no
 // longer knows (it restarted): the request was not handled.
@@ -65,7 +78,7 @@ func (s *Service) callUpstream(ctx context.Context, cs *sdk.ClientSession, url, 
 	if err != nil {
 		return nil, err
 	}
-	defer func() { _ = resp.Body.Close() }()
+	defer upstream.CloseSoon(resp.Body, drainWait, drainBytes)
 	switch {
 	case resp.StatusCode == http.StatusNotFound:
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
@@ -97,8 +110,15 @@ func (s *Service) callUpstream(ctx context.Context, cs *sdk.ClientSession, url, 
 	}
 }
 
-// post sends one JSON-RPC message on a session.
+// post sends one JSON-RPC message on a session: over the gateway's own
+// connections to a plain-HTTP server, through net/http to the others.
 func (s *Service) post(ctx context.Context, url, sid, version string, body []byte) (*http.Response, error) {
+	if s.ups != nil {
+		if p, uri, ok := s.ups.For(url); ok {
+			return p.Post(ctx, uri, body, []upstream.Header{{Name: "Accept", Value: "application/json, text/event-stream"},
+				{Name: headerSessionID, Value: sid}, {Name: headerProtocolVersion, Value: version}})
+		}
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return nil, err

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/warden-dev/warden/app/upstream"
 )
 
 // anthropic calls Anthropic's Messages API, translating the request from
@@ -247,13 +249,13 @@ func (p *anthropic) post(ctx context.Context, req *ChatRequest, key string) (*ht
 	if err != nil {
 		return nil, err
 	}
-	hdrs := make([]header, 0, 3)
-	hdrs = append(hdrs, header{"anthropic-version", anthropicVersion})
+	hdrs := make([]upstream.Header, 0, 3)
+	hdrs = append(hdrs, upstream.Header{Name: "anthropic-version", Value: anthropicVersion})
 	if key != "" {
-		hdrs = append(hdrs, header{"x-api-key", key})
+		hdrs = append(hdrs, upstream.Header{Name: "x-api-key", Value: key})
 	}
 	if req.Stream {
-		hdrs = append(hdrs, header{"Accept", "text/event-stream"})
+		hdrs = append(hdrs, upstream.Header{Name: "Accept", Value: "text/event-stream"})
 	}
 	return p.ep.post(ctx, body, hdrs)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/warden-dev/warden/app/resource"
 	"github.com/warden-dev/warden/app/secret"
 	"github.com/warden-dev/warden/app/store"
+	"github.com/warden-dev/warden/app/upstream"
 )
 
 type nsName struct{ ns, name string }
@@ -62,7 +63,7 @@ type catalog struct {
 	engine  *policy.Engine
 	secrets *secret.Broker
 	hc      *http.Client
-	ups     *upstreams
+	ups     *upstream.Pools
 	log     *slog.Logger
 
 	mu      sync.Mutex

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
+
+	"github.com/warden-dev/warden/app/upstream"
 )
 
 // openAI calls an OpenAI-compatible server (OpenAI, Azure OpenAI, vLLM,
@@ -22,15 +24,15 @@ type openAI struct {
 func unmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 
 func (p *openAI) post(ctx context.Context, ep endpoint, body []byte, key string, stream bool) (*http.Response, error) {
-	hdrs := make([]header, 0, 2)
+	hdrs := make([]upstream.Header, 0, 2)
 	if stream {
-		hdrs = append(hdrs, header{"Accept", "text/event-stream"})
+		hdrs = append(hdrs, upstream.Header{Name: "Accept", Value: "text/event-stream"})
 	}
 	if key != "" {
 		if p.azure {
-			hdrs = append(hdrs, header{"api-key", key})
+			hdrs = append(hdrs, upstream.Header{Name: "api-key", Value: key})
 		} else {
-			hdrs = append(hdrs, header{"Authorization", "Bearer " + key})
+			hdrs = append(hdrs, upstream.Header{Name: "Authorization", Value: "Bearer " + key})
 		}
 	}
 	return ep.post(ctx, body, hdrs)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/warden-dev/warden/app/resource"
+	"github.com/warden-dev/warden/app/upstream"
 )
 
 // Provider ids with their own wire format or defaults; any other provider
@@ -153,40 +154,31 @@ func NewTransport() *http.Transport {
 }
 
 // endpoint is one URL of a provider: a plain-HTTP URL is called over the
-// router's own connections (upstream.go), any other through net/http.
+// router's own connections (app/upstream), any other through net/http.
 type endpoint struct {
 	url string
 	hc  *http.Client
 	// up is the connection pool of a plain-HTTP URL, nil for net/http;
 	// uri is the request target on it.
-	up  *upstream
+	up  *upstream.Pool
 	uri string
 }
 
-func newEndpoint(hc *http.Client, ups *upstreams, raw string) endpoint {
+func newEndpoint(hc *http.Client, ups *upstream.Pools, raw string) endpoint {
 	e := endpoint{url: raw, hc: hc}
-	u, err := url.Parse(raw)
-	if err != nil || u.Scheme != "http" || u.Host == "" || u.User != nil || ups == nil {
-		return e
+	if ups != nil {
+		e.up, e.uri, _ = ups.For(raw)
 	}
-	if proxy, err := http.ProxyFromEnvironment(&http.Request{URL: u}); err != nil || proxy != nil {
-		return e
-	}
-	addr := u.Host
-	if u.Port() == "" {
-		addr = net.JoinHostPort(u.Hostname(), "80")
-	}
-	e.up, e.uri = ups.get(addr, u.Host), u.RequestURI()
 	return e
 }
 
 // post sends a JSON body with the given headers and returns a 2xx answer;
 // any other is a *ProviderError, as is a failed round trip.
-func (e endpoint) post(ctx context.Context, body []byte, hdrs []header) (*http.Response, error) {
+func (e endpoint) post(ctx context.Context, body []byte, hdrs []upstream.Header) (*http.Response, error) {
 	var resp *http.Response
 	var err error
 	if e.up != nil {
-		resp, err = e.up.post(ctx, e.uri, body, hdrs)
+		resp, err = e.up.Post(ctx, e.uri, body, hdrs)
 	} else {
 		var req *http.Request
 		if req, err = http.NewRequestWithContext(ctx, http.MethodPost, e.url, bytes.NewReader(body)); err != nil {
@@ -194,7 +186,7 @@ func (e endpoint) post(ctx context.Context, body []byte, hdrs []header) (*http.R
 		}
 		req.Header.Set("Content-Type", "application/json")
 		for _, h := range hdrs {
-			req.Header.Set(h.name, h.value)
+			req.Header.Set(h.Name, h.Value)
 		}
 		resp, err = e.hc.Do(req)
 	}
@@ -209,7 +201,7 @@ func (e endpoint) post(ctx context.Context, body []byte, hdrs []header) (*http.R
 }
 
 // newProvider builds the provider of a Model.
-func newProvider(hc *http.Client, ups *upstreams, spec resource.ModelSpec) (provider, error) {
+func newProvider(hc *http.Client, ups *upstream.Pools, spec resource.ModelSpec) (provider, error) {
 	base := strings.TrimSuffix(spec.Endpoint, "/")
 	switch spec.Provider {
 	case ProviderAnthropic:

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/warden-dev/warden/app/resource"
+	"github.com/warden-dev/warden/app/upstream"
 )
 
 // TestProviderURLs: each provider id reaches its wire format at the
@@ -48,8 +49,8 @@ func TestProviderURLs(t *testing.T) {
 		// HTTP).
 		for _, via := range []struct {
 			name string
-			ups  *upstreams
-		}{{"net/http", nil}, {"own connections", newUpstreams(4)}} {
+			ups  *upstream.Pools
+		}{{"net/http", nil}, {"own connections", upstream.NewPools(4)}} {
 			t.Run(tc.name+"/"+via.name, func(t *testing.T) {
 				p, err := newProvider(srv.Client(), via.ups, resource.ModelSpec{Provider: tc.provider, Model: "m", Endpoint: tc.endpoint})
 				require.NoError(t, err)

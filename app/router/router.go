@@ -23,6 +23,7 @@ import (
 	"github.com/warden-dev/warden/app/policy"
 	"github.com/warden-dev/warden/app/secret"
 	"github.com/warden-dev/warden/app/store"
+	"github.com/warden-dev/warden/app/upstream"
 )
 
 // Defaults of a Router.
@@ -89,7 +90,7 @@ type Router struct {
 	tracer  trace.Tracer
 	catalog *catalog
 	rec     *recorder
-	ups     *upstreams
+	ups     *upstream.Pools
 	// inFlight counts the model calls being served.
 	inFlight atomic.Int64
 	stop     func()
@@ -134,7 +135,7 @@ func New(cfg Config) (*Router, error) {
 	if tp == nil {
 		tp = noop.NewTracerProvider()
 	}
-	ups := newUpstreams(cfg.MaxInFlight)
+	ups := upstream.NewPools(cfg.MaxInFlight)
 	r := &Router{
 		cfg:    cfg,
 		ups:    ups,
@@ -148,22 +149,8 @@ func New(cfg Config) (*Router, error) {
 		rec: newRecorder(cfg.Store, cfg.Bus, cfg.Logger),
 	}
 	r.stop = cfg.Store.ListenConfig(r.catalog.invalidate)
-	go r.pruneIdle()
+	go r.ups.PruneUntil(r.done)
 	return r, nil
-}
-
-// pruneIdle closes idle provider connections that outlived upstreamIdle.
-func (r *Router) pruneIdle() {
-	tick := time.NewTicker(upstreamIdle / 2)
-	defer tick.Stop()
-	for {
-		select {
-		case now := <-tick.C:
-			r.ups.prune(now)
-		case <-r.done:
-			return
-		}
-	}
 }
 
 // Close stops the router's background work, writing every queued record.
@@ -173,7 +160,7 @@ func (r *Router) Close() {
 		r.stop()
 		close(r.done)
 		r.rec.close()
-		r.ups.close()
+		r.ups.Close()
 	})
 }
 

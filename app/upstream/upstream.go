@@ -1,4 +1,12 @@
-package router
+// Package upstream is a lean HTTP/1.1 client for plain-HTTP servers on
+// the data path: model providers reached without TLS (a local vLLM,
+// Ollama or LM Studio, a provider behind a sidecar) and MCP servers. A
+// request is written with one system call, the answer is read on the
+// caller's goroutine with only the headers callers use parsed, and no
+// per-connection goroutines hand the bytes over: on a routed model call
+// that halved the CPU of the hop (docs/performance.md). HTTPS servers and
+// those reached through a proxy keep net/http (For says which is which).
+package upstream
 
 import (
 	"bufio"
@@ -10,6 +18,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"net/url"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -17,17 +26,9 @@ import (
 	"time"
 )
 
-// Plain-HTTP providers (a local vLLM, Ollama or LM Studio, a provider
-// reached through a sidecar) are called over the router's own HTTP/1.1
-// connections rather than net/http's Transport: one request is written
-// with one system call, the answer is read on the caller's goroutine with
-// only the headers the router uses parsed, and no per-connection
-// goroutines hand the bytes over. On a routed call that halves the CPU of
-// the hop to the provider (docs/performance.md). HTTPS providers and
-// those reached through a proxy keep net/http.
 const (
-	// upstreamIdle is how long an idle connection is kept.
-	upstreamIdle = 60 * time.Second
+	// IdleTimeout is how long an idle connection is kept.
+	IdleTimeout = 60 * time.Second
 	// upstreamDialTimeout bounds a connection's set-up.
 	upstreamDialTimeout = 5 * time.Second
 	// upstreamBuffer is a connection's read buffer.
@@ -36,46 +37,81 @@ const (
 	maxHeaderBytes = 64 << 10
 )
 
-// errUpstreamFull is a provider's connection pool at its limit.
-var errUpstreamFull = errors.New("the router's connection limit to this provider is reached")
+// ErrFull is a server's connection pool at its limit.
+var ErrFull = errors.New("the connection limit to this server is reached")
 
 // aLongTimeAgo is a deadline in the past: it interrupts a blocked read or
 // write at once.
 var aLongTimeAgo = time.Unix(1, 0)
 
-// upstreams are the router's connection pools, one per provider address,
-// kept across configuration changes (a Model's snapshot is rebuilt on
+// Pools are connection pools, one per server address, kept across
+// configuration changes (a Model's or MCPServer's snapshot is rebuilt on
 // every commit; its connections are not).
-type upstreams struct {
+type Pools struct {
 	maxConns int
 	dialer   net.Dialer
 
 	mu     sync.Mutex
-	pools  map[string]*upstream
+	pools  map[string]*Pool
 	closed atomic.Bool
 }
 
-func newUpstreams(maxConns int) *upstreams {
-	return &upstreams{maxConns: maxConns, pools: map[string]*upstream{},
+// NewPools returns pools of at most maxConns connections each.
+func NewPools(maxConns int) *Pools {
+	return &Pools{maxConns: maxConns, pools: map[string]*Pool{},
 		dialer: net.Dialer{Timeout: upstreamDialTimeout, KeepAlive: 30 * time.Second}}
 }
 
-// get returns the pool of a host:port.
-func (us *upstreams) get(addr, host string) *upstream {
+// For returns the pool of a URL and the request target on it, or ok false
+// when the URL is not one for these connections: not plain http, with
+// credentials in it, or reached through a proxy (HTTP_PROXY and
+// NO_PROXY as net/http reads them).
+func (us *Pools) For(raw string) (p *Pool, uri string, ok bool) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "http" || u.Host == "" || u.User != nil {
+		return nil, "", false
+	}
+	if proxy, err := http.ProxyFromEnvironment(&http.Request{URL: u}); err != nil || proxy != nil {
+		return nil, "", false
+	}
+	addr := u.Host
+	if u.Port() == "" {
+		addr = net.JoinHostPort(u.Hostname(), "80")
+	}
+	return us.Get(addr, u.Host), u.RequestURI(), true
+}
+
+// Get returns the pool of a host:port; host is the Host header it sends.
+func (us *Pools) Get(addr, host string) *Pool {
 	us.mu.Lock()
 	defer us.mu.Unlock()
 	u := us.pools[addr]
 	if u == nil {
-		u = &upstream{us: us, addr: addr, host: host}
+		u = &Pool{us: us, addr: addr, host: host}
 		us.pools[addr] = u
 	}
 	return u
 }
 
-// prune closes the connections idle for longer than upstreamIdle.
-func (us *upstreams) prune(now time.Time) {
+// PruneUntil closes idle connections that outlived IdleTimeout, every
+// half of it, until done is closed.
+func (us *Pools) PruneUntil(done <-chan struct{}) {
+	tick := time.NewTicker(IdleTimeout / 2)
+	defer tick.Stop()
+	for {
+		select {
+		case now := <-tick.C:
+			us.Prune(now)
+		case <-done:
+			return
+		}
+	}
+}
+
+// Prune closes the connections idle for longer than IdleTimeout.
+func (us *Pools) Prune(now time.Time) {
 	us.mu.Lock()
-	pools := make([]*upstream, 0, len(us.pools))
+	pools := make([]*Pool, 0, len(us.pools))
 	for _, u := range us.pools {
 		pools = append(pools, u)
 	}
@@ -85,8 +121,8 @@ func (us *upstreams) prune(now time.Time) {
 	}
 }
 
-// close closes every idle connection; busy ones close when released.
-func (us *upstreams) close() {
+// Close closes every idle connection; busy ones close when released.
+func (us *Pools) Close() {
 	us.closed.Store(true)
 	us.mu.Lock()
 	pools := us.pools
@@ -96,9 +132,9 @@ func (us *upstreams) close() {
 	}
 }
 
-// upstream is the connection pool of one provider address.
-type upstream struct {
-	us   *upstreams
+// Pool is the connection pool of one server address.
+type Pool struct {
+	us   *Pools
 	addr string
 	host string
 
@@ -108,9 +144,9 @@ type upstream struct {
 	open int
 }
 
-// upConn is one connection to a provider.
+// upConn is one connection to a server.
 type upConn struct {
-	u    *upstream
+	u    *Pool
 	nc   net.Conn
 	br   *bufio.Reader
 	used time.Time
@@ -118,10 +154,10 @@ type upConn struct {
 	reused bool
 }
 
-func (u *upstream) prune(now time.Time, all bool) {
+func (u *Pool) prune(now time.Time, all bool) {
 	u.mu.Lock()
 	n := 0
-	for n < len(u.idle) && (all || now.Sub(u.idle[n].used) > upstreamIdle) {
+	for n < len(u.idle) && (all || now.Sub(u.idle[n].used) > IdleTimeout) {
 		n++
 	}
 	stale := append([]*upConn(nil), u.idle[:n]...)
@@ -134,13 +170,13 @@ func (u *upstream) prune(now time.Time, all bool) {
 }
 
 // conn returns an idle connection, or dials one.
-func (u *upstream) conn(ctx context.Context, fresh bool) (*upConn, error) {
+func (u *Pool) conn(ctx context.Context, fresh bool) (*upConn, error) {
 	u.mu.Lock()
 	if !fresh {
 		for len(u.idle) > 0 {
 			c := u.idle[len(u.idle)-1]
 			u.idle = u.idle[:len(u.idle)-1]
-			if time.Since(c.used) <= upstreamIdle {
+			if time.Since(c.used) <= IdleTimeout {
 				u.mu.Unlock()
 				c.reused = true
 				return c, nil
@@ -151,7 +187,7 @@ func (u *upstream) conn(ctx context.Context, fresh bool) (*upConn, error) {
 	}
 	if u.open >= u.us.maxConns {
 		u.mu.Unlock()
-		return nil, errUpstreamFull
+		return nil, ErrFull
 	}
 	u.open++
 	u.mu.Unlock()
@@ -181,17 +217,17 @@ func (c *upConn) release(reuse bool) {
 	_ = c.nc.Close()
 }
 
-// header is one request header.
-type header struct{ name, value string }
+// Header is one request header.
+type Header struct{ Name, Value string }
 
-// post sends a POST of body to uri and returns the answer once its
+// Post sends a POST of body to uri and returns the answer once its
 // headers are read; its Body reads the rest on the caller's goroutine.
 // The context bounds the whole exchange, the body's reading included: its
 // end interrupts a blocked read at once. A request on a reused connection
-// that the provider had closed while idle (it fails before a byte of the
-// answer) is sent again once on a new connection, as the provider never
+// that the server had closed while idle (it fails before a byte of the
+// answer) is sent again once on a new connection, as the server never
 // saw it.
-func (u *upstream) post(ctx context.Context, uri string, body []byte, hdrs []header) (*http.Response, error) {
+func (u *Pool) Post(ctx context.Context, uri string, body []byte, hdrs []Header) (*http.Response, error) {
 	fresh := false
 	for {
 		c, err := u.conn(ctx, fresh)
@@ -212,7 +248,7 @@ func (u *upstream) post(ctx context.Context, uri string, body []byte, hdrs []hea
 
 // roundTrip writes the request and reads the answer's head. retry says
 // the request failed before any answer arrived.
-func (c *upConn) roundTrip(ctx context.Context, uri string, body []byte, hdrs []header) (resp *http.Response, retry bool, err error) {
+func (c *upConn) roundTrip(ctx context.Context, uri string, body []byte, hdrs []Header) (resp *http.Response, retry bool, err error) {
 	stop := context.AfterFunc(ctx, func() { _ = c.nc.SetDeadline(aLongTimeAgo) })
 	fail := func(err error, retry bool) (*http.Response, bool, error) {
 		stop()
@@ -231,9 +267,9 @@ func (c *upConn) roundTrip(ctx context.Context, uri string, body []byte, hdrs []
 	head = strconv.AppendInt(head, int64(len(body)), 10)
 	for _, h := range hdrs {
 		head = append(head, "\r\n"...)
-		head = append(head, h.name...)
+		head = append(head, h.Name...)
 		head = append(head, ": "...)
-		head = append(head, h.value...)
+		head = append(head, h.Value...)
 	}
 	head = append(head, "\r\n\r\n"...)
 	bufs := net.Buffers{head, body}
@@ -311,7 +347,7 @@ func (c *upConn) readHead(ctx context.Context, stop func() bool) (*http.Response
 		case resp.ContentLength >= 0:
 			b.left = resp.ContentLength
 		default:
-			// Read until the provider closes the connection.
+			// Read until the server closes the connection.
 			b.left, b.keep = -1, false
 		}
 		resp.Body = b
@@ -355,8 +391,13 @@ func asciiEqualFold(b []byte, s string) bool {
 type upBody struct {
 	c   *upConn
 	ctx context.Context
-	// stop unregisters the context's interruption.
+	// stop unregisters the context's interruption (detach calls it).
 	stop func() bool
+	// detached says stop was called, live that it found the context's
+	// interruption not yet fired.
+	detached, live bool
+	// deadline says CloseSoon set a read deadline on the connection.
+	deadline bool
 	// left is what remains of a Content-Length body; -1 until the
 	// connection closes (or for a chunked body).
 	left    int64
@@ -432,8 +473,44 @@ func (b *upBody) done() {
 		return
 	}
 	b.finished = true
-	stopped := b.stop()
-	b.c.release(b.keep && b.err == nil && stopped)
+	reuse := b.detach() && b.keep && b.err == nil
+	if reuse && b.deadline {
+		reuse = b.c.nc.SetReadDeadline(time.Time{}) == nil
+	}
+	b.c.release(reuse)
+}
+
+// detach unregisters the context's interruption once and reports whether
+// it had not fired: a connection it interrupted is not reused.
+func (b *upBody) detach() bool {
+	if !b.detached {
+		b.detached, b.live = true, b.stop()
+	}
+	return b.live
+}
+
+// CloseSoon closes an answer's body like Close, but lets the server end
+// it first: the rest of a body whose caller read what it needed (the one
+// event of a server-sent event stream that its server ends right after) is
+// read in the background, at most limit bytes for at most wait, so that its
+// connection serves a later request instead of being closed. The caller's
+// context no longer interrupts it. A body of another client is closed at
+// once.
+func CloseSoon(body io.ReadCloser, wait time.Duration, limit int64) {
+	b, ok := body.(*upBody)
+	if !ok || b.finished {
+		_ = body.Close()
+		return
+	}
+	if !b.detach() || b.c.nc.SetReadDeadline(time.Now().Add(wait)) != nil {
+		_ = b.Close()
+		return
+	}
+	b.deadline = true
+	go func() {
+		_, _ = io.Copy(io.Discard, io.LimitReader(b, limit))
+		_ = b.Close()
+	}()
 }
 
 // Close releases the connection; one whose body was not read to its end
