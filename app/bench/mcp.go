@@ -37,6 +37,9 @@ type MCPOptions struct {
 	Client string
 	// Layout is MCPLayoutSplit (default) or MCPLayoutShared.
 	Layout string
+	// Trace, when set, is where an execution trace of the gateway's
+	// fixed-rate phase is written (by the serving process).
+	Trace string
 }
 
 // Layouts of `warden bench mcp`.
@@ -78,7 +81,12 @@ func RunMCP(ctx context.Context, mo MCPOptions, w io.Writer) ([]Result, error) {
 	var (
 		ends    mcpEndpoints
 		cpuOf   = processCPU
-		profile = startProfile
+		profile = func(verb, path string) (func(), error) {
+			if verb == "trace" {
+				return startTrace(path)
+			}
+			return startProfile(path)
+		}
 		serving = localCycles
 		where   = "client, gateway and server share this process; the direct phase's CPU is subtracted"
 	)
@@ -174,8 +182,12 @@ func RunMCP(ctx context.Context, mo MCPOptions, w io.Writer) ([]Result, error) {
 			continue
 		}
 		stopProfile := func() {}
-		if !ph.rate && ph.fn != nil && strings.HasPrefix(ph.name, "gateway") {
-			if stopProfile, err = profile(o.CPUProfile); err != nil {
+		if strings.HasPrefix(ph.name, "gateway") {
+			verb, path := "profile", o.CPUProfile
+			if ph.rate {
+				verb, path = "trace", mo.Trace
+			}
+			if stopProfile, err = profile(verb, path); err != nil {
 				return nil, err
 			}
 		}

@@ -119,7 +119,8 @@ type MCPServeOptions struct {
 //
 //	cpu             the process's user and system time, in nanoseconds
 //	profile <path>  start a CPU profile written to path
-//	stop            stop the profile
+//	trace <path>    start an execution trace written to path
+//	stop            stop the profile or trace
 //
 // Each answer is one line: the figure, "ok" or "error: <message>".
 func ServeMCP(ctx context.Context, o MCPServeOptions, in io.Reader, out io.Writer) error {
@@ -141,9 +142,13 @@ func ServeMCP(ctx context.Context, o MCPServeOptions, in io.Reader, out io.Write
 		case "gc":
 			n, on := gcCycles()
 			return strconv.FormatUint(n, 10) + " " + strconv.FormatBool(on), nil
-		case "profile":
+		case "profile", "trace":
 			stop()
-			s, err := startProfile(arg)
+			start := startProfile
+			if cmd == "trace" {
+				start = startTrace
+			}
+			s, err := start(arg)
 			if err != nil {
 				stop = func() {}
 				return "", err
@@ -205,12 +210,13 @@ func (c *mcpChild) gcCycles() (uint64, bool, error) {
 	return cycles, on == "true", nil
 }
 
-// profile starts a CPU profile of the serving process; no path, nothing.
-func (c *mcpChild) profile(path string) (stop func(), err error) {
+// profile starts a CPU profile ("profile") or an execution trace
+// ("trace") of the serving process; no path, nothing.
+func (c *mcpChild) profile(verb, path string) (stop func(), err error) {
 	if path == "" {
 		return func() {}, nil
 	}
-	if _, err := c.ask("profile " + path); err != nil {
+	if _, err := c.ask(verb + " " + path); err != nil {
 		return nil, fmt.Errorf("bench: the serving process: %w", err)
 	}
 	return func() { _, _ = c.ask("stop") }, nil

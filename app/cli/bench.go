@@ -101,6 +101,7 @@ client session.`,
 	f.IntVar(&o.Rules, "rules", 20, "policy rules evaluated on every call")
 	f.BoolVar(&o.FixedRateOnly, "fixed-rate-only", false, "run the two fixed-rate phases only (latency, not throughput)")
 	f.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the gateway's saturation phase to this file (go tool pprof)")
+	f.StringVar(&o.Trace, "trace", "", "write an execution trace of the gateway's fixed-rate phase to this file (go tool trace)")
 	f.StringVar(&o.Client, "client", bench.MCPClientLean, "MCP client of both phases: lean (one POST on the session a call) or sdk (the Go SDK's client)")
 	f.StringVar(&o.Layout, "layout", bench.MCPLayoutSplit, "split: gateway and echo server in a process pinned to one CPU, the client on the others; shared: all in this process")
 	return cmd
