@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/warden-dev/warden/app/cli"
 	"github.com/warden-dev/warden/app/clientconfig"
@@ -126,14 +127,18 @@ func (cp *controlPlane) run(ctx context.Context, stdin string, args ...string) r
 	return run(ctx, map[string]string{clientconfig.EnvHome: cp.home}, stdin, args...)
 }
 
-// closedURL is an address where nothing listens.
+// closedURL returns the URL of a port that refuses connections. A TCP
+// socket bound to it and never listening holds the port for the test: a
+// port merely closed again could be taken by another test's listener.
 func closedURL(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return "http://" + addr
+	t.Cleanup(func() { _ = unix.Close(fd) })
+	require.NoError(t, unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}))
+	sa, err := unix.Getsockname(fd)
+	require.NoError(t, err)
+	return "http://127.0.0.1:" + strconv.Itoa(sa.(*unix.SockaddrInet4).Port)
 }
 
 const badTool = `apiVersion: warden.dev/v1alpha1
