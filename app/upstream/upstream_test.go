@@ -15,16 +15,34 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// countingServer starts an HTTP server of handler and returns it, a pool
+// of at most 4 connections to it and the count of connections it
+// accepted; release is closed before the server at the end of the test.
+func countingServer(t *testing.T, release chan struct{}, handler http.HandlerFunc) (*httptest.Server, *Pool, *atomic.Int64) {
+	t.Helper()
+	conns := &atomic.Int64{}
+	srv := httptest.NewUnstartedServer(handler)
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	t.Cleanup(func() { close(release); srv.Close() })
+	ups := NewPools(4)
+	t.Cleanup(ups.Close)
+	return srv, ups.Get(srv.Listener.Addr().String(), srv.Listener.Addr().String()), conns
+}
+
 // TestUpstream: the lean client's connections to a plain-HTTP server
 // are reused, survive the server closing them while idle, read
 // Content-Length, chunked and close-delimited answers, and give up on a
 // request whose caller went away.
 func TestUpstream(t *testing.T) {
 	t.Parallel()
-	var conns atomic.Int64
 	big := strings.Repeat("x", 10000)
 	block := make(chan struct{})
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv, u, conns := countingServer(t, block, func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		switch r.URL.Path {
 		case "/echo":
@@ -42,17 +60,7 @@ func TestUpstream(t *testing.T) {
 			case <-r.Context().Done():
 			}
 		}
-	}))
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			conns.Add(1)
-		}
-	}
-	srv.Start()
-	t.Cleanup(func() { close(block); srv.Close() })
-	ups := NewPools(4)
-	t.Cleanup(ups.Close)
-	u := ups.Get(srv.Listener.Addr().String(), srv.Listener.Addr().String())
+	})
 	call := func(ctx context.Context, path, body string) (int, string, error) {
 		resp, err := u.Post(ctx, path, []byte(body), []Header{{"Accept", "text/plain"}})
 		if err != nil {
@@ -136,9 +144,8 @@ func TestFor(t *testing.T) {
 // the server ends it right after, and loses it when the server does not.
 func TestCloseSoon(t *testing.T) {
 	t.Parallel()
-	var conns atomic.Int64
 	hold := make(chan struct{})
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	_, u, conns := countingServer(t, hold, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		_, _ = io.WriteString(w, "data: {\"id\":1}\n\n")
 		w.(http.Flusher).Flush()
@@ -148,17 +155,7 @@ func TestCloseSoon(t *testing.T) {
 			case <-r.Context().Done():
 			}
 		}
-	}))
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			conns.Add(1)
-		}
-	}
-	srv.Start()
-	t.Cleanup(func() { close(hold); srv.Close() })
-	ups := NewPools(4)
-	t.Cleanup(ups.Close)
-	u := ups.Get(srv.Listener.Addr().String(), srv.Listener.Addr().String())
+	})
 	state := func() (idle, open int) {
 		u.mu.Lock()
 		defer u.mu.Unlock()
