@@ -20,6 +20,11 @@ const ringSize = 4096
 // fetchBatch is how many change-log entries one store read returns.
 const fetchBatch = 1000
 
+// readTimeout bounds one read of the change log: a read that hangs (a
+// database that stopped answering) fails, and the next signal or poll
+// tries again, instead of stalling the tenant's watchers for good.
+const readTimeout = 30 * time.Second
+
 // Hub fans store changes out to watchers. Build it with NewHub and stop it
 // with Close.
 type Hub struct {
@@ -155,7 +160,9 @@ func (f *feed) run() {
 			f.mu.Lock()
 			after := f.last
 			f.mu.Unlock()
-			changes, err := f.hub.store.ChangesSince(context.Background(), f.tenant, after, fetchBatch)
+			ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
+			changes, err := f.hub.store.ChangesSince(ctx, f.tenant, after, fetchBatch)
+			cancel()
 			if err != nil {
 				f.hub.log.Warn("watch: read change log", "tenant", f.tenant, "err", err)
 				break
