@@ -2,13 +2,9 @@ package e2e_test
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/cookiejar"
-	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -22,16 +18,11 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 	"github.com/stretchr/testify/require"
-	"github.com/zitadel/oidc/v3/example/server/exampleop"
-	opstorage "github.com/zitadel/oidc/v3/example/server/storage"
-	"github.com/zitadel/oidc/v3/pkg/client/rp"
-	"github.com/zitadel/oidc/v3/pkg/op"
-	"golang.org/x/oauth2"
-	"golang.org/x/text/language"
 
 	appaudit "github.com/warden-dev/warden/app/audit"
 	"github.com/warden-dev/warden/app/auth"
 	"github.com/warden-dev/warden/app/oidc"
+	"github.com/warden-dev/warden/app/oidc/oidctest"
 	"github.com/warden-dev/warden/app/server"
 	"github.com/warden-dev/warden/app/store"
 	"github.com/warden-dev/warden/app/store/backend"
@@ -52,13 +43,6 @@ func chromiumPath() string {
 	return defaultChromium
 }
 
-// opPassword is the password of every user of the test provider.
-const opPassword = "verysecure"
-
-// exampleOPMu serializes the tests that run zitadel's example OpenID
-// Provider (see realConsole).
-var exampleOPMu sync.Mutex
-
 // realConsole starts a real OpenID Provider (zitadel/oidc's example OP)
 // whose users are the given e-mail addresses, and the real server.New over
 // SQLite with that provider as its only issuer (and self-service sign-up
@@ -66,43 +50,27 @@ var exampleOPMu sync.Mutex
 // and the store.
 func realConsole(t *testing.T, signup bool, emails ...string) (base, issuer string, st store.Store) {
 	t.Helper()
-	// zitadel's example provider writes package-level endpoint settings
-	// when it is set up and reads them while it serves, so two providers
-	// in one process race: tests that use one take turns.
-	exampleOPMu.Lock()
-	t.Cleanup(exampleOPMu.Unlock)
 	bg := context.Background()
 	log := slog.New(slog.DiscardHandler)
 	// Warden's listener first: the provider must know the redirect URL.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	base = "http://" + ln.Addr().String()
-
-	users := opUsers{}
-	for i, email := range emails {
-		id := fmt.Sprintf("u%d", i+1)
-		users[id] = &opstorage.User{ID: id, Username: email, Password: opPassword, FirstName: "Test", LastName: "User",
-			Email: email, EmailVerified: true, PreferredLanguage: language.English}
-	}
-	clients := map[string]*opstorage.Client{"warden": opstorage.WebClient("warden", "secret", base+"/auth/callback")}
-	var opHandler http.Handler
-	opSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { opHandler.ServeHTTP(w, r) }))
-	t.Cleanup(opSrv.Close)
-	opHandler = exampleop.SetupServer(opSrv.URL, opClaims{opstorage.NewStorageWithClients(users, clients)}, nil, false)
+	issuer = oidctest.Provider(t, base+"/auth/callback", emails...)
 
 	st, err = backend.Open(bg, "sqlite://"+t.TempDir()+"/w.db", backend.Options{Logger: log})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
 	srv, err := server.New(server.Config{Store: st, Logger: log, ControlAddr: ln.Addr().String(), GatewayAddr: server.GatewayOff, Now: time.Now,
 		Signup: signup,
-		OIDC: &oidc.Config{Issuers: []oidc.IssuerConfig{{Name: "Test IdP", IssuerURL: opSrv.URL, ClientID: "warden", ClientSecret: "secret"}},
+		OIDC: &oidc.Config{Issuers: []oidc.IssuerConfig{{Name: "Test IdP", IssuerURL: issuer, ClientID: oidctest.ClientID, ClientSecret: oidctest.ClientSecret}},
 			RedirectURL: base + "/auth/callback"}})
 	require.NoError(t, err)
 	sctx, stop := context.WithCancel(bg)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(sctx, ln) }()
 	t.Cleanup(func() { stop(); <-done })
-	return base, opSrv.URL, st
+	return base, issuer, st
 }
 
 // browser starts headless chromium with a fresh profile and collects every
@@ -249,7 +217,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.Click(css(`form button[type=submit]`)),
 		chromedp.WaitVisible(css(`#username`)),
 		chromedp.SendKeys(css(`#username`), "ada@acme.test"),
-		chromedp.SendKeys(css(`#password`), opPassword),
+		chromedp.SendKeys(css(`#password`), oidctest.Password),
 		chromedp.Click(css(`button[type=submit]`)),
 		// The owner may decide approvals: they land on the inbox.
 		chromedp.WaitVisible(css(`#inbox`)),
@@ -392,7 +360,7 @@ func TestConsoleOIDCCodeFlowInBrowser(t *testing.T) {
 		chromedp.Click(xpath(`//a[contains(., "Continue with Test IdP")]`)),
 		chromedp.WaitVisible(css(`#username`)),
 		chromedp.SendKeys(css(`#username`), "alice@acme.example"),
-		chromedp.SendKeys(css(`#password`), opPassword),
+		chromedp.SendKeys(css(`#password`), oidctest.Password),
 		chromedp.Click(css(`button[type=submit]`)),
 		// The owner may decide approvals: they land on the inbox.
 		chromedp.WaitVisible(css(`#inbox`)),
@@ -437,7 +405,7 @@ func TestConsoleOIDCCodeFlowInBrowser(t *testing.T) {
 		return resp.StatusCode
 	}
 	require.Equal(t, http.StatusOK, agents(secret))
-	require.Equal(t, http.StatusOK, agents(opIDToken(t, issuer, base+"/auth/callback", "alice@acme.example", opPassword)))
+	require.Equal(t, http.StatusOK, agents(oidctest.IDToken(t, issuer, base+"/auth/callback", "alice@acme.example")))
 
 	do("sign out",
 		chromedp.Click(xpath(`//button[contains(., "Sign out")]`)),
@@ -446,68 +414,4 @@ func TestConsoleOIDCCodeFlowInBrowser(t *testing.T) {
 		chromedp.WaitVisible(xpath(`//h1[contains(., "Sign in to Warden")]`)),
 	)
 	require.Empty(t, problems(), "script errors or CSP violations in the browser")
-}
-
-// opIDToken signs email in at the provider outside Warden (code flow with
-// PKCE, as a client of its own) and returns the ID token it issued to client
-// "warden".
-func opIDToken(t *testing.T, issuer, redirect, email, password string) string {
-	t.Helper()
-	ctx := context.Background()
-	party, err := rp.NewRelyingPartyOIDC(ctx, issuer, "warden", "secret", redirect, []string{"openid", "email", "profile"})
-	require.NoError(t, err)
-	verifier := oauth2.GenerateVerifier()
-	authURL := party.OAuthConfig().AuthCodeURL("state-1", oauth2.S256ChallengeOption(verifier))
-	jar, _ := cookiejar.New(nil)
-	client := &http.Client{Jar: jar, CheckRedirect: func(req *http.Request, _ []*http.Request) error {
-		if strings.HasPrefix(req.URL.String(), redirect) {
-			return http.ErrUseLastResponse
-		}
-		return nil
-	}}
-	page, err := client.Get(authURL)
-	require.NoError(t, err)
-	_ = page.Body.Close()
-	id := page.Request.URL.Query().Get("authRequestID")
-	require.NotEmpty(t, id, "the provider should show its login form, got %s", page.Request.URL)
-	res, err := client.PostForm(issuer+"/login/username", url.Values{"id": {id}, "username": {email}, "password": {password}})
-	require.NoError(t, err)
-	_ = res.Body.Close()
-	cb, err := url.Parse(res.Header.Get("Location"))
-	require.NoError(t, err)
-	tok, err := party.OAuthConfig().Exchange(ctx, cb.Query().Get("code"), oauth2.VerifierOption(verifier))
-	require.NoError(t, err)
-	raw, _ := tok.Extra("id_token").(string)
-	require.NotEmpty(t, raw)
-	return raw
-}
-
-// opUsers is the provider's user directory.
-type opUsers map[string]*opstorage.User
-
-func (u opUsers) GetUserByID(id string) *opstorage.User { return u[id] }
-func (u opUsers) GetUserByUsername(name string) *opstorage.User {
-	for _, x := range u {
-		if x.Username == name {
-			return x
-		}
-	}
-	return nil
-}
-func (u opUsers) ExampleClientID() string { return opstorage.ServiceUserID }
-
-// opClaims makes the example provider put e-mail into ID tokens, as real
-// providers do.
-type opClaims struct{ *opstorage.Storage }
-
-type opAssertingClient struct{ op.Client }
-
-func (opAssertingClient) IDTokenUserinfoClaimsAssertion() bool { return true }
-
-func (s opClaims) GetClientByClientID(ctx context.Context, id string) (op.Client, error) {
-	c, err := s.Storage.GetClientByClientID(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	return opAssertingClient{c}, nil
 }
