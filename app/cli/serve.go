@@ -39,6 +39,7 @@ type serveOptions struct {
 	tls                                  tlsOptions
 	trace                                traceOptions
 	rag                                  ragOptions
+	people                               peopleOptions
 }
 
 func newServeCmd(a *app) *cobra.Command {
@@ -62,7 +63,12 @@ master.key in --data-dir; serve never creates one.
 
 Manifests this process compiles name the other services on the host of
 --listen at their default ports and the control plane at --public-url,
-as warden up does.`,
+as warden up does.
+
+With --oidc-issuer and --oidc-client-id (the same as the control plane's
+warden up), the service also takes people's ID tokens from that issuer as
+bearer tokens, as the control plane does; without them, workload tokens
+and API keys only.`,
 		Args:      exactArgs(1),
 		ValidArgs: names,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -86,6 +92,8 @@ as warden up does.`,
 	f.IntVar(&o.trace.grpcPort, "otlp-grpc-port", defaultOTLPGRPCPort, "trace: port of OTLP/gRPC ingest (0: not served)")
 	f.StringVar(&o.rag.fileRoot, "rag-file-root", "", "rag: directory KnowledgeSources of type file are read under (default <data-dir>/knowledge)")
 	f.StringVar(&o.rag.embeddingsURL, "rag-embeddings-url", "", "rag: OpenAI-compatible base URL whose /v1/embeddings embeds indexes that name a model")
+	f.StringVar(&o.people.issuer, "oidc-issuer", "", "OpenID Connect issuer whose ID tokens people may call the service with (none: workload tokens and API keys only)")
+	f.StringVar(&o.people.clientID, "oidc-client-id", "", "Warden's client id at --oidc-issuer: the audience its ID tokens must name")
 	return cmd
 }
 
@@ -104,6 +112,10 @@ func (a *app) serveSpec(svc serveService, o serveOptions) (processSpec, error) {
 	if (o.tls.cert == "") != (o.tls.key == "") {
 		return spec, usagef("--tls-cert and --tls-key go together")
 	}
+	if (o.people.issuer == "") != (o.people.clientID == "") {
+		return spec, usagef("--oidc-issuer and --oidc-client-id go together: ID tokens are checked for that issuer and that audience")
+	}
+	o.people.bearerOnly = true
 	addr := o.listen
 	if addr == "" {
 		addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(svc.port))
@@ -117,7 +129,7 @@ func (a *app) serveSpec(svc serveService, o serveOptions) (processSpec, error) {
 		return spec, usagef("%s", err.Error())
 	}
 	spec = processSpec{storeURL: o.storeURL, noMigrate: !o.migrate, masterKeyMustExist: true, listenHost: host, tls: o.tls,
-		listeners: &server.Listeners{}, ragOpts: o.rag, dataDir: o.dataDir}
+		listeners: &server.Listeners{}, ragOpts: o.rag, dataDir: o.dataDir, people: o.people}
 	spec.controlURL = spec.serviceURL(defaultControlPort)
 	spec.publicURL = spec.controlURL
 	if o.publicURL != "" {
@@ -201,6 +213,9 @@ func (a *app) serve(cmd *cobra.Command, svc serveService, o serveOptions) error 
 	}
 	p.printCommon(w)
 	fmt.Fprintf(w, "  control plane (issuer)   %s\n", spec.publicURL)
+	if spec.people.issuer != "" {
+		fmt.Fprintf(w, "  people's ID tokens       %s (audience %s)\n", spec.people.issuer, spec.people.clientID)
+	}
 	fmt.Fprintf(w, "  store                    %s\n", redactURL(spec.storeURL))
 	fmt.Fprintf(w, "  runtime                  %s\n", p.tuned)
 	fmt.Fprintf(w, "Press Ctrl-C to stop.\n")

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,9 +17,12 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/warden-dev/warden/app/oidc/oidctest"
 	"github.com/warden-dev/warden/app/secret"
+	"github.com/warden-dev/warden/app/store/backend"
 	"github.com/warden-dev/warden/app/store/postgres"
 	"github.com/warden-dev/warden/app/store/postgres/pgtest"
+	"github.com/warden-dev/warden/tenants"
 )
 
 // started is a warden command running in the background until its test
@@ -209,11 +213,45 @@ spec: {agentRef: {name: docs-bot}, environment: dev}
 		}
 		require.Contains(t, calls, "docs.search_docs", "the lone MCP gateway's call is recorded")
 	})
+
+	t.Run("people's ID tokens", func(t *testing.T) {
+		issuer := oidctest.Provider(t, "http://127.0.0.1/auth/callback", "alice@acme.example", "mallory@elsewhere.example")
+		st, err := backend.Open(t.Context(), db, backend.Options{})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = st.Close() })
+		_, err = tenants.New(st, nil, time.Now, slog.New(slog.DiscardHandler)).Signup(t.Context(),
+			tenants.SignupRequest{TenantID: "acme", DisplayName: "Acme", OwnerEmail: "alice@acme.example"})
+		require.NoError(t, err)
+		var gw string
+		for attempt := 1; ; attempt++ {
+			port := freePort(t)
+			s, ok := startWarden(t, home, "serve", "mcp", "--store", db, "--listen", "127.0.0.1:"+port,
+				"--public-url", "http://127.0.0.1:"+controlPort, "--oidc-issuer", issuer, "--oidc-client-id", oidctest.ClientID)
+			if ok {
+				require.Contains(t, s.out.String(), "people's ID tokens       "+issuer)
+				gw = "http://127.0.0.1:" + port
+				break
+			}
+			require.Less(t, attempt, 3, "serve could not bind its port three times")
+		}
+		alice := oidctest.IDToken(t, issuer, "http://127.0.0.1/auth/callback", "alice@acme.example")
+		code, body := post(t, gw+"/v1/mcp/discover", "Bearer "+alice, "")
+		require.Equal(t, http.StatusOK, code, "a member's ID token is a bearer token of her tenant: %s", body)
+		// Someone the issuer knows but no tenant has: refused.
+		mallory := oidctest.IDToken(t, issuer, "http://127.0.0.1/auth/callback", "mallory@elsewhere.example")
+		code, body = post(t, gw+"/v1/mcp/discover", "Bearer "+mallory, "")
+		require.Equal(t, http.StatusUnauthorized, code, body)
+		// The gateway of the mcp subtest, started without the flags,
+		// takes no ID token.
+		plain := serve(t, "mcp", "MCP gateway")
+		code, body = post(t, plain+"/v1/mcp/discover", "Bearer "+alice, "")
+		require.Equal(t, http.StatusUnauthorized, code, body)
+	})
 }
 
 // TestServeRefuses checks what serve refuses before serving anything: the
 // embedded store, a store that is not Postgres, a schema behind the
-// binary, a missing master key.
+// binary, a missing master key, an ID-token issuer without its audience.
 func TestServeRefuses(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewDatabase(t)
@@ -246,6 +284,8 @@ func TestServeRefuses(t *testing.T) {
 			[]string{"schema is behind", strings.TrimSuffix(last, ".up.sql"), "--migrate"}},
 		{"no master key", t.TempDir(), []string{"router", "--store", db, "--listen", "127.0.0.1:" + freePort(t)}, ExitFailure,
 			[]string{secret.EnvMasterKey + " is not set", "--data-dir"}},
+		{"issuer without audience", withKey, []string{"mcp", "--store", db, "--oidc-issuer", "https://idp.example"}, ExitUsage,
+			[]string{"--oidc-issuer and --oidc-client-id go together"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -159,11 +159,14 @@ const (
 	cookieKeyFile = "cookie.key"
 )
 
-// peopleOptions are up's people sign-in flags.
+// peopleOptions are up's people sign-in flags, and serve's.
 type peopleOptions struct {
 	issuer, clientID, clientSecret, name, publicURL string
 	signup                                          bool
 	signupsPerHour                                  int
+	// bearerOnly says no console runs (serve): people's ID tokens are
+	// verified as bearer tokens, and no sign-in cookie is ever set.
+	bearerOnly bool
 }
 
 // oidcConfig builds people sign-in from the flags; nil without an issuer.
@@ -177,9 +180,12 @@ func (a *app) oidcConfig(home, publicURL string, tlsOn bool, o peopleOptions) (*
 	if secretValue == "" {
 		secretValue, _ = a.env.LookupEnv(envOIDCClientSecret)
 	}
-	key, err := loadCookieKey(a.env.LookupEnv, filepath.Join(home, cookieKeyFile))
-	if err != nil {
-		return nil, err
+	var key []byte
+	if !o.bearerOnly {
+		var err error
+		if key, err = loadCookieKey(a.env.LookupEnv, filepath.Join(home, cookieKeyFile)); err != nil {
+			return nil, err
+		}
 	}
 	name := o.name
 	if name == "" {
