@@ -315,11 +315,20 @@ func (t *writeTx) lockState(ctx context.Context) (*tenantState, error) {
 	if t.state != nil {
 		return t.state, nil
 	}
-	if _, err := t.q.ExecContext(ctx, qEnsureState, t.tenant); err != nil {
-		return nil, fmt.Errorf("lock tenant state: %w", err)
-	}
+	// The transaction holds the database's write lock (BEGIN IMMEDIATE),
+	// so the row read here stays as read; only a tenant's first write
+	// creates it.
 	st := &tenantState{}
-	if err := t.q.QueryRowContext(ctx, qGetState, t.tenant).Scan(&st.rv, &st.floor, &st.eventSeq, &st.auditSeq, &st.auditHash); err != nil {
+	get := func() error {
+		return t.q.QueryRowContext(ctx, qGetState, t.tenant).Scan(&st.rv, &st.floor, &st.eventSeq, &st.auditSeq, &st.auditHash)
+	}
+	err := get()
+	if errors.Is(err, sql.ErrNoRows) {
+		if _, err = t.q.ExecContext(ctx, qEnsureState, t.tenant); err == nil {
+			err = get()
+		}
+	}
+	if err != nil {
 		return nil, fmt.Errorf("lock tenant state: %w", err)
 	}
 	t.state = st
