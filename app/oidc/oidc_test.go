@@ -18,16 +18,13 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/stretchr/testify/require"
-	"github.com/zitadel/oidc/v3/example/server/exampleop"
-	"github.com/zitadel/oidc/v3/example/server/storage"
 	"github.com/zitadel/oidc/v3/pkg/client/rp"
-	"github.com/zitadel/oidc/v3/pkg/op"
 	"golang.org/x/oauth2"
-	"golang.org/x/text/language"
 
 	"github.com/warden-dev/warden/app/apierr"
 	"github.com/warden-dev/warden/app/auth"
 	"github.com/warden-dev/warden/app/authz"
+	"github.com/warden-dev/warden/app/oidc/oidctest"
 	"github.com/warden-dev/warden/app/resource"
 	"github.com/warden-dev/warden/app/store"
 	"github.com/warden-dev/warden/app/store/backend"
@@ -39,36 +36,6 @@ const (
 	redirectURL = "http://warden.test/auth/callback"
 	password    = "verysecure"
 )
-
-// testUsers is the OpenID Provider's user directory: username = e-mail.
-type testUsers map[string]*storage.User
-
-func (u testUsers) GetUserByID(id string) *storage.User { return u[id] }
-func (u testUsers) GetUserByUsername(name string) *storage.User {
-	for _, x := range u {
-		if x.Username == name {
-			return x
-		}
-	}
-	return nil
-}
-func (u testUsers) ExampleClientID() string { return storage.ServiceUserID }
-
-// claimsInIDToken makes the example provider put e-mail and profile into ID
-// tokens, as Google, Entra ID and most providers do.
-type claimsInIDToken struct{ *storage.Storage }
-
-type assertingClient struct{ op.Client }
-
-func (assertingClient) IDTokenUserinfoClaimsAssertion() bool { return true }
-
-func (s claimsInIDToken) GetClientByClientID(ctx context.Context, id string) (op.Client, error) {
-	c, err := s.Storage.GetClientByClientID(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	return assertingClient{c}, nil
-}
 
 var (
 	opOnce   sync.Once
@@ -83,19 +50,14 @@ func startProvider(t *testing.T) string {
 		var handler http.Handler
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
 		opIssuer = srv.URL
-		users := testUsers{}
-		for i, email := range []string{"alice@acme.example", "bob@acme.example", "carol@acme.example", "eve@evil.example", "nobody@acme.example", "dan@globex.example",
+		var people []oidctest.User
+		for _, email := range []string{"alice@acme.example", "bob@acme.example", "carol@acme.example", "eve@evil.example", "nobody@acme.example",
 			"founder@startup.example", "unverified@startup.example"} {
-			id := "u" + string(rune('0'+i))
-			users[id] = &storage.User{ID: id, Username: email, Password: password, FirstName: "T", LastName: "U",
-				Email: email, EmailVerified: true, PreferredLanguage: language.English}
+			people = append(people, oidctest.User{Email: email, Unverified: email == "unverified@startup.example"})
 		}
-		users["u7"].EmailVerified = false
 		// dan's family_name stands in for a group claim in the SSO test.
-		users["u5"].LastName = "Admins"
-		clients := map[string]*storage.Client{"warden": storage.WebClient("warden", "secret", redirectURL)}
-		st := claimsInIDToken{storage.NewStorageWithClients(users, clients)}
-		handler = exampleop.SetupServer(opIssuer, st, nil, false)
+		people = append(people, oidctest.User{Email: "dan@globex.example", FamilyName: "Admins"})
+		handler = oidctest.Handler(opIssuer, redirectURL, people...)
 	})
 	return opIssuer
 }

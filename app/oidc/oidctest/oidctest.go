@@ -38,25 +38,50 @@ const (
 // guards that third-party state, which is why it is a package variable.
 var exampleMu sync.Mutex
 
+// User is a person the provider knows; the username is the e-mail
+// address and the password is Password.
+type User struct {
+	Email string
+	// Unverified makes the provider say the address is not verified.
+	Unverified bool
+	// FamilyName is the family_name claim ("User" when empty).
+	FamilyName string
+}
+
+// Handler returns a provider serving at issuer with the given users and
+// one client, ClientID, that may redirect to redirect. Two providers of
+// one process must not serve at once (see Provider, which sees to it).
+func Handler(issuer, redirect string, people ...User) http.Handler {
+	users := users{}
+	for i, u := range people {
+		id := fmt.Sprintf("u%d", i+1)
+		family := u.FamilyName
+		if family == "" {
+			family = "User"
+		}
+		users[id] = &opstorage.User{ID: id, Username: u.Email, Password: Password, FirstName: "Test", LastName: family,
+			Email: u.Email, EmailVerified: !u.Unverified, PreferredLanguage: language.English}
+	}
+	clients := map[string]*opstorage.Client{ClientID: opstorage.WebClient(ClientID, ClientSecret, redirect)}
+	return exampleop.SetupServer(issuer, claims{opstorage.NewStorageWithClients(users, clients)}, nil, false)
+}
+
 // Provider starts a provider whose users are the given e-mail addresses
-// (verified, with Password) and whose one client, ClientID, may redirect
-// to redirect. It returns the issuer URL. The provider stops, and the
-// next test may start one, when t ends.
+// (verified) and whose one client, ClientID, may redirect to redirect. It
+// returns the issuer URL. The provider stops, and the next test of the
+// process may start one, when t ends.
 func Provider(t *testing.T, redirect string, emails ...string) string {
 	t.Helper()
 	exampleMu.Lock()
 	t.Cleanup(exampleMu.Unlock)
-	users := users{}
-	for i, email := range emails {
-		id := fmt.Sprintf("u%d", i+1)
-		users[id] = &opstorage.User{ID: id, Username: email, Password: Password, FirstName: "Test", LastName: "User",
-			Email: email, EmailVerified: true, PreferredLanguage: language.English}
+	people := make([]User, len(emails))
+	for i, e := range emails {
+		people[i] = User{Email: e}
 	}
-	clients := map[string]*opstorage.Client{ClientID: opstorage.WebClient(ClientID, ClientSecret, redirect)}
 	var handler http.Handler
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
 	t.Cleanup(srv.Close)
-	handler = exampleop.SetupServer(srv.URL, claims{opstorage.NewStorageWithClients(users, clients)}, nil, false)
+	handler = Handler(srv.URL, redirect, people...)
 	return srv.URL
 }
 
