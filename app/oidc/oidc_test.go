@@ -32,10 +32,7 @@ import (
 	"github.com/warden-dev/warden/tenants"
 )
 
-const (
-	redirectURL = "http://warden.test/auth/callback"
-	password    = "verysecure"
-)
+const redirectURL = "http://warden.test/auth/callback"
 
 var (
 	opOnce   sync.Once
@@ -228,14 +225,7 @@ func (b bundle) authorizeFrom(t *testing.T, resp *http.Response, email string) s
 		}
 		return nil
 	}}
-	page, err := client.Get(loc)
-	require.NoError(t, err)
-	_ = page.Body.Close()
-	id := page.Request.URL.Query().Get("authRequestID")
-	require.NotEmpty(t, id, "the provider should show its login form, got %s", page.Request.URL)
-	done, err := client.PostForm(b.issuer+"/login/username", url.Values{"id": {id}, "username": {email}, "password": {password}})
-	require.NoError(t, err)
-	_ = done.Body.Close()
+	done := oidctest.SignIn(t, client, b.issuer, loc, email)
 	require.Equal(t, http.StatusFound, done.StatusCode)
 	cb, err := url.Parse(done.Header.Get("Location"))
 	require.NoError(t, err)

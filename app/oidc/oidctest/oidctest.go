@@ -102,6 +102,22 @@ func IDToken(t *testing.T, issuer, redirect, email string) string {
 		}
 		return nil
 	}}
+	res := SignIn(t, client, issuer, authURL, email)
+	cb, err := url.Parse(res.Header.Get("Location"))
+	require.NoError(t, err)
+	tok, err := party.OAuthConfig().Exchange(ctx, cb.Query().Get("code"), oauth2.VerifierOption(verifier))
+	require.NoError(t, err)
+	raw, _ := tok.Extra("id_token").(string)
+	require.NotEmpty(t, raw)
+	return raw
+}
+
+// SignIn opens authURL, an authorization request of the code flow, at the
+// provider with client (which must not follow the redirect to the client's
+// redirect URL), signs email in on the login form and returns the
+// provider's answer: normally a redirect carrying the code.
+func SignIn(t *testing.T, client *http.Client, issuer, authURL, email string) *http.Response {
+	t.Helper()
 	page, err := client.Get(authURL)
 	require.NoError(t, err)
 	_ = page.Body.Close()
@@ -110,13 +126,7 @@ func IDToken(t *testing.T, issuer, redirect, email string) string {
 	res, err := client.PostForm(issuer+"/login/username", url.Values{"id": {id}, "username": {email}, "password": {Password}})
 	require.NoError(t, err)
 	_ = res.Body.Close()
-	cb, err := url.Parse(res.Header.Get("Location"))
-	require.NoError(t, err)
-	tok, err := party.OAuthConfig().Exchange(ctx, cb.Query().Get("code"), oauth2.VerifierOption(verifier))
-	require.NoError(t, err)
-	raw, _ := tok.Extra("id_token").(string)
-	require.NotEmpty(t, raw)
-	return raw
+	return res
 }
 
 // users is the provider's user directory.
