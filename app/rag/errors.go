@@ -1,6 +1,9 @@
 package rag
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Sentinel errors of the service; the HTTP layer maps them onto the
 // documented error codes.
@@ -11,4 +14,7 @@ var (
 	ErrInvalid = errors.New("rag: invalid")
 	// ErrFetch: a knowledge source could not be read.
 	ErrFetch = errors.New("rag: fetch failed")
+	// ErrIndexGone: the index a refresh writes was deleted meanwhile; it
+	// is an ErrNotFound too.
+	ErrIndexGone = fmt.Errorf("%w: index deleted", ErrNotFound)
 )

@@ -39,6 +39,10 @@ type RefreshResult struct {
 	Documents Counts         `json:"documents"`
 	Chunks    Counts         `json:"chunks"`
 	Sources   []SourceResult `json:"sources"`
+
+	// uid is the index's, read when the refresh started: every write
+	// checks that this index is still the one there (checkIndex).
+	uid string
 }
 
 // Source phases of a KnowledgeSource's status.
@@ -59,12 +63,13 @@ type docKey struct{ source, id string }
 func (s *Service) Refresh(ctx context.Context, tenant, namespace, index string) (*RefreshResult, error) {
 	var (
 		spec     resource.RAGIndexSpec
+		uid      string
 		sources  = map[string]*resource.KnowledgeSourceSpec{}
 		existing = map[docKey]store.RAGDocument{}
 	)
 	err := s.cfg.Store.View(ctx, tenant, func(ctx context.Context, r store.Reader) error {
 		var err error
-		if spec, err = getIndex(ctx, r, namespace, index); err != nil {
+		if spec, uid, err = getIndexObject(ctx, r, namespace, index); err != nil {
 			return err
 		}
 		for _, name := range spec.Sources {
@@ -91,7 +96,7 @@ func (s *Service) Refresh(ctx context.Context, tenant, namespace, index string) 
 	if err != nil {
 		return nil, err
 	}
-	res := &RefreshResult{Index: index, Namespace: namespace}
+	res := &RefreshResult{Index: index, Namespace: namespace, uid: uid}
 	size, overlap := chunking(spec)
 	model := s.embeddingModel(spec)
 	keep := map[docKey]bool{}
@@ -122,7 +127,7 @@ func (s *Service) Refresh(ctx context.Context, tenant, namespace, index string) 
 			keep[k] = true
 			n, err := s.refreshDocument(ctx, tenant, namespace, index, name, d, existing[k], size, overlap, model, res)
 			if err != nil {
-				if ctx.Err() != nil {
+				if ctx.Err() != nil || errors.Is(err, ErrIndexGone) {
 					return nil, err
 				}
 				if len(sr.Errors) < maxErrors {
@@ -147,7 +152,7 @@ func (s *Service) Refresh(ctx context.Context, tenant, namespace, index string) 
 		if keep[k] {
 			continue
 		}
-		n, err := s.deleteDocument(ctx, tenant, namespace, index, k)
+		n, err := s.deleteDocument(ctx, tenant, namespace, index, uid, k)
 		if err != nil {
 			return nil, err
 		}
@@ -260,12 +265,18 @@ func (s *Service) refreshDocument(ctx context.Context, tenant, namespace, index,
 				return err
 			}
 		}
+		if err := tx.RAGDocumentPut(ctx, store.RAGDocument{Namespace: namespace, Index: index, Source: source, Document: d.ID,
+			URI: d.URI, Title: d.Title, Hash: hash, Metadata: d.Metadata, Chunks: len(fresh), UpdatedAt: s.cfg.Now().UTC()}); err != nil {
+			return err
+		}
 		if err := tx.RAGTermAdjust(ctx, namespace, index, deltas); err != nil {
 			return err
 		}
-		return tx.RAGDocumentPut(ctx, store.RAGDocument{Namespace: namespace, Index: index, Source: source, Document: d.ID,
-			URI: d.URI, Title: d.Title, Hash: hash, Metadata: d.Metadata, Chunks: len(fresh), UpdatedAt: s.cfg.Now().UTC()})
+		return checkIndex(ctx, tx, namespace, index, res.uid)
 	})
+	if errors.Is(err, ErrIndexGone) {
+		return 0, err
+	}
 	if err != nil {
 		return 0, fmt.Errorf("rag: write document %s: %w", d.ID, err)
 	}
@@ -330,7 +341,7 @@ func (s *Service) embedChunks(ctx context.Context, tenant, model string, old sto
 
 // deleteDocument deletes a document and its chunks and returns how many
 // chunks it had.
-func (s *Service) deleteDocument(ctx context.Context, tenant, namespace, index string, k docKey) (int, error) {
+func (s *Service) deleteDocument(ctx context.Context, tenant, namespace, index, uid string, k docKey) (int, error) {
 	n := 0
 	err := s.cfg.Store.Update(ctx, tenant, func(ctx context.Context, tx store.Tx) error {
 		stored, err := tx.RAGChunkList(ctx, store.RAGChunkQuery{Namespace: namespace, Index: index, Source: k.source, Document: k.id})
@@ -347,8 +358,14 @@ func (s *Service) deleteDocument(ctx context.Context, tenant, namespace, index s
 		if err := tx.RAGTermAdjust(ctx, namespace, index, deltas); err != nil {
 			return err
 		}
-		return tx.RAGDocumentDelete(ctx, namespace, index, k.source, k.id)
+		if err := tx.RAGDocumentDelete(ctx, namespace, index, k.source, k.id); err != nil {
+			return err
+		}
+		return checkIndex(ctx, tx, namespace, index, uid)
 	})
+	if errors.Is(err, ErrIndexGone) {
+		return 0, err
+	}
 	if err != nil {
 		return 0, fmt.Errorf("rag: delete document %s of %s: %w", k.id, k.source, err)
 	}

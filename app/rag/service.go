@@ -202,18 +202,42 @@ func (s *Service) Status(ctx context.Context, tenant, namespace, name string) (*
 
 // getIndex reads a RAGIndex's spec.
 func getIndex(ctx context.Context, r store.Reader, namespace, name string) (resource.RAGIndexSpec, error) {
+	spec, _, err := getIndexObject(ctx, r, namespace, name)
+	return spec, err
+}
+
+// getIndexObject is getIndex that also returns the index's uid, which
+// tells it from an index of the same name created after it was deleted.
+func getIndexObject(ctx context.Context, r store.Reader, namespace, name string) (resource.RAGIndexSpec, string, error) {
 	obj, err := r.ResourceGet(ctx, resource.Key{Kind: resource.KindRAGIndex, Namespace: namespace, Name: name})
 	if errors.Is(err, store.ErrNotFound) {
-		return resource.RAGIndexSpec{}, fmt.Errorf("%w: RAG index %q not found in namespace %q", ErrNotFound, name, namespace)
+		return resource.RAGIndexSpec{}, "", fmt.Errorf("%w: RAG index %q not found in namespace %q", ErrNotFound, name, namespace)
 	}
 	if err != nil {
-		return resource.RAGIndexSpec{}, fmt.Errorf("rag: read RAG index %s: %w", name, err)
+		return resource.RAGIndexSpec{}, "", fmt.Errorf("rag: read RAG index %s: %w", name, err)
 	}
 	spec, err := resource.DecodeSpec[resource.RAGIndexSpec](obj)
 	if err != nil {
-		return spec, fmt.Errorf("rag: RAG index %s: %w", name, err)
+		return spec, "", fmt.Errorf("rag: RAG index %s: %w", name, err)
 	}
-	return spec, nil
+	return spec, obj.Metadata.UID, nil
+}
+
+// checkIndex fails with ErrIndexGone, inside a write transaction, when the
+// index of uid is no longer there: deleted (its rows purged in the
+// deleting transaction) or replaced by one of the same name. Call it
+// after the transaction's first RAG write: on PostgreSQL that write takes
+// the tenant's lock, which a delete holds until it commits, so this read
+// sees a delete that committed before it.
+func checkIndex(ctx context.Context, tx store.Tx, namespace, name, uid string) error {
+	obj, err := tx.ResourceGet(ctx, resource.Key{Kind: resource.KindRAGIndex, Namespace: namespace, Name: name})
+	if errors.Is(err, store.ErrNotFound) || (err == nil && obj.Metadata.UID != uid) {
+		return fmt.Errorf("%w: RAG index %q of namespace %q was deleted during the refresh", ErrIndexGone, name, namespace)
+	}
+	if err != nil {
+		return fmt.Errorf("rag: read RAG index %s: %w", name, err)
+	}
+	return nil
 }
 
 // chunking returns an index's chunk size and overlap.
