@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/warden-dev/warden/app/authz"
+	"github.com/warden-dev/warden/app/oidc/oidctest"
 	"github.com/warden-dev/warden/app/server"
 	"github.com/warden-dev/warden/app/store"
 	"github.com/warden-dev/warden/tenants"
@@ -94,7 +95,7 @@ func TestBrowserTenantPagesAccessible(t *testing.T) {
 		chromedp.Navigate(b.url+"/auth/login"),
 		chromedp.WaitVisible(css("#username")),
 		chromedp.SendKeys(css("#username"), carol),
-		chromedp.SendKeys(css("#password"), idpPassword),
+		chromedp.SendKeys(css("#password"), oidctest.Password),
 		chromedp.Click(css(`button[type="submit"]`)),
 		chromedp.WaitVisible(css("#choose-heading")),
 	), "sign in through the provider")

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
-	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
@@ -15,52 +14,24 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/zitadel/oidc/v3/example/server/exampleop"
-	"github.com/zitadel/oidc/v3/example/server/storage"
-	"golang.org/x/text/language"
 
 	"github.com/warden-dev/warden/app/audit"
 	"github.com/warden-dev/warden/app/authz"
 	"github.com/warden-dev/warden/app/oidc"
+	"github.com/warden-dev/warden/app/oidc/oidctest"
 	"github.com/warden-dev/warden/app/server"
 	"github.com/warden-dev/warden/app/store"
 	"github.com/warden-dev/warden/tenants"
 )
-
-const idpPassword = "verysecure"
-
-// idpUsers is the provider's user directory: username = e-mail.
-type idpUsers map[string]*storage.User
-
-func (u idpUsers) GetUserByID(id string) *storage.User { return u[id] }
-func (u idpUsers) GetUserByUsername(name string) *storage.User {
-	for _, x := range u {
-		if x.Username == name {
-			return x
-		}
-	}
-	return nil
-}
-func (u idpUsers) ExampleClientID() string { return storage.ServiceUserID }
 
 // withProvider starts a real OpenID Provider (zitadel/oidc op with its
 // example storage and login form) for this server's callback and
 // configures it as the deployment's issuer.
 func withProvider(t *testing.T, emails ...string) func(*server.Config) {
 	return func(c *server.Config) {
-		var handler http.Handler
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
-		t.Cleanup(srv.Close)
-		users := idpUsers{}
-		for i, email := range emails {
-			id := "u" + string(rune('0'+i))
-			users[id] = &storage.User{ID: id, Username: email, Password: idpPassword, FirstName: "T", LastName: "U",
-				Email: email, EmailVerified: true, PreferredLanguage: language.English}
-		}
 		redirect := "http://" + c.ControlAddr + "/auth/callback"
-		st := storage.NewStorageWithClients(users, map[string]*storage.Client{"warden": storage.WebClient("warden", "secret", redirect)})
-		handler = exampleop.SetupServer(srv.URL, st, nil, false)
-		c.OIDC = &oidc.Config{Issuers: []oidc.IssuerConfig{{Name: "test", IssuerURL: srv.URL, ClientID: "warden", ClientSecret: "secret"}},
+		issuer := oidctest.Provider(t, redirect, emails...)
+		c.OIDC = &oidc.Config{Issuers: []oidc.IssuerConfig{{Name: "test", IssuerURL: issuer, ClientID: oidctest.ClientID, ClientSecret: oidctest.ClientSecret}},
 			RedirectURL: redirect}
 	}
 }
@@ -121,7 +92,7 @@ func (br *browser) signIn(email string) response {
 	id := page.Request.URL.Query().Get("authRequestID")
 	require.NotEmpty(t, id)
 	issuer := page.Request.URL.Scheme + "://" + page.Request.URL.Host
-	done, err := br.client.PostForm(issuer+"/login/username", url.Values{"id": {id}, "username": {email}, "password": {idpPassword}})
+	done, err := br.client.PostForm(issuer+"/login/username", url.Values{"id": {id}, "username": {email}, "password": {oidctest.Password}})
 	require.NoError(t, err)
 	_ = done.Body.Close()
 	require.Equal(t, http.StatusFound, done.StatusCode)
