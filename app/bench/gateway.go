@@ -269,6 +269,16 @@ func startTrace(path string) (stop func(), err error) {
 	return capture(path, "execution trace", trace.Start, trace.Stop)
 }
 
+// startCapture is startTrace for verb "trace" and startProfile for any
+// other: the serving processes' commands and the shared layout pick one
+// by name.
+func startCapture(verb, path string) (stop func(), err error) {
+	if verb == "trace" {
+		return startTrace(path)
+	}
+	return startProfile(path)
+}
+
 // capture creates path and runs start on it until the returned stop; no
 // path, nothing.
 func capture(path, what string, start func(io.Writer) error, end func()) (stop func(), err error) {

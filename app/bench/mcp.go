@@ -81,12 +81,7 @@ func RunMCP(ctx context.Context, mo MCPOptions, w io.Writer) ([]Result, error) {
 	var (
 		ends    mcpEndpoints
 		cpuOf   = processCPU
-		profile = func(verb, path string) (func(), error) {
-			if verb == "trace" {
-				return startTrace(path)
-			}
-			return startProfile(path)
-		}
+		profile = startCapture
 		serving = localCycles
 		where   = "client, gateway and server share this process; the direct phase's CPU is subtracted"
 	)

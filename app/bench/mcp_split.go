@@ -144,11 +144,7 @@ func ServeMCP(ctx context.Context, o MCPServeOptions, in io.Reader, out io.Write
 			return strconv.FormatUint(n, 10) + " " + strconv.FormatBool(on), nil
 		case "profile", "trace":
 			stop()
-			start := startProfile
-			if cmd == "trace" {
-				start = startTrace
-			}
-			s, err := start(arg)
+			s, err := startCapture(cmd, arg)
 			if err != nil {
 				stop = func() {}
 				return "", err

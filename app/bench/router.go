@@ -216,11 +216,7 @@ func ServeRouterChild(ctx context.Context, o RouterOptions, in io.Reader, out io
 			return strconv.FormatInt(int64(processCPU()), 10), nil
 		case "cpuprofile", "trace":
 			stop()
-			start := startProfile
-			if verb == "trace" {
-				start = startTrace
-			}
-			s, err := start(arg)
+			s, err := startCapture(verb, arg)
 			if err != nil {
 				stop = func() {}
 				return "", err

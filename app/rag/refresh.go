@@ -39,10 +39,6 @@ type RefreshResult struct {
 	Documents Counts         `json:"documents"`
 	Chunks    Counts         `json:"chunks"`
 	Sources   []SourceResult `json:"sources"`
-
-	// uid is the index's, read when the refresh started: every write
-	// checks that this index is still the one there (checkIndex).
-	uid string
 }
 
 // Source phases of a KnowledgeSource's status.
@@ -96,7 +92,7 @@ func (s *Service) Refresh(ctx context.Context, tenant, namespace, index string) 
 	if err != nil {
 		return nil, err
 	}
-	res := &RefreshResult{Index: index, Namespace: namespace, uid: uid}
+	res := &RefreshResult{Index: index, Namespace: namespace}
 	size, overlap := chunking(spec)
 	model := s.embeddingModel(spec)
 	keep := map[docKey]bool{}
@@ -125,7 +121,7 @@ func (s *Service) Refresh(ctx context.Context, tenant, namespace, index string) 
 		for _, d := range fetched.Documents {
 			k := docKey{name, d.ID}
 			keep[k] = true
-			n, err := s.refreshDocument(ctx, tenant, namespace, index, name, d, existing[k], size, overlap, model, res)
+			n, err := s.refreshDocument(ctx, tenant, namespace, index, uid, name, d, existing[k], size, overlap, model, res)
 			if err != nil {
 				if ctx.Err() != nil || errors.Is(err, ErrIndexGone) {
 					return nil, err
@@ -206,7 +202,9 @@ func textHash(s string) string {
 // its chunk count. Chunks whose text, place and metadata did not change
 // are left alone; changed ones are rewritten with fresh term frequencies
 // (and embeddings, reused by text hash where the document had them).
-func (s *Service) refreshDocument(ctx context.Context, tenant, namespace, index, source string, d Document,
+// Nothing is written, and the error is ErrIndexGone, when the index of
+// uid is no longer there.
+func (s *Service) refreshDocument(ctx context.Context, tenant, namespace, index, uid, source string, d Document,
 	old store.RAGDocument, size, overlap int, model string, res *RefreshResult) (int, error) {
 	hash := documentHash(d, size, overlap, model)
 	if old.Hash == hash {
@@ -265,14 +263,14 @@ func (s *Service) refreshDocument(ctx context.Context, tenant, namespace, index,
 				return err
 			}
 		}
+		if err := tx.RAGTermAdjust(ctx, namespace, index, deltas); err != nil {
+			return err
+		}
 		if err := tx.RAGDocumentPut(ctx, store.RAGDocument{Namespace: namespace, Index: index, Source: source, Document: d.ID,
 			URI: d.URI, Title: d.Title, Hash: hash, Metadata: d.Metadata, Chunks: len(fresh), UpdatedAt: s.cfg.Now().UTC()}); err != nil {
 			return err
 		}
-		if err := tx.RAGTermAdjust(ctx, namespace, index, deltas); err != nil {
-			return err
-		}
-		return checkIndex(ctx, tx, namespace, index, res.uid)
+		return checkIndex(ctx, tx, namespace, index, uid)
 	})
 	if errors.Is(err, ErrIndexGone) {
 		return 0, err
@@ -340,7 +338,8 @@ func (s *Service) embedChunks(ctx context.Context, tenant, model string, old sto
 }
 
 // deleteDocument deletes a document and its chunks and returns how many
-// chunks it had.
+// chunks it had; ErrIndexGone, and nothing done, when the index of uid is
+// no longer there.
 func (s *Service) deleteDocument(ctx context.Context, tenant, namespace, index, uid string, k docKey) (int, error) {
 	n := 0
 	err := s.cfg.Store.Update(ctx, tenant, func(ctx context.Context, tx store.Tx) error {

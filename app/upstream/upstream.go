@@ -54,6 +54,18 @@ type Pools struct {
 	mu     sync.Mutex
 	pools  map[string]*Pool
 	closed atomic.Bool
+	// targets memoizes For by URL: callers on the data path (the MCP
+	// gateway, every call) need not parse a URL and look up its proxy
+	// each time. net/http reads the proxy settings once a process, so an
+	// answer never goes stale.
+	targets sync.Map // string → target
+}
+
+// target is what For answers for one URL.
+type target struct {
+	pool *Pool
+	uri  string
+	ok   bool
 }
 
 // NewPools returns pools of at most maxConns connections each.
@@ -67,18 +79,28 @@ func NewPools(maxConns int) *Pools {
 // credentials in it, or reached through a proxy (HTTP_PROXY and
 // NO_PROXY as net/http reads them).
 func (us *Pools) For(raw string) (p *Pool, uri string, ok bool) {
+	if t, hit := us.targets.Load(raw); hit {
+		t := t.(target)
+		return t.pool, t.uri, t.ok
+	}
+	t := us.target(raw)
+	us.targets.Store(raw, t)
+	return t.pool, t.uri, t.ok
+}
+
+func (us *Pools) target(raw string) target {
 	u, err := url.Parse(raw)
 	if err != nil || u.Scheme != "http" || u.Host == "" || u.User != nil {
-		return nil, "", false
+		return target{}
 	}
 	if proxy, err := http.ProxyFromEnvironment(&http.Request{URL: u}); err != nil || proxy != nil {
-		return nil, "", false
+		return target{}
 	}
 	addr := u.Host
 	if u.Port() == "" {
 		addr = net.JoinHostPort(u.Hostname(), "80")
 	}
-	return us.Get(addr, u.Host), u.RequestURI(), true
+	return target{pool: us.Get(addr, u.Host), uri: u.RequestURI(), ok: true}
 }
 
 // Get returns the pool of a host:port; host is the Host header it sends.

@@ -161,7 +161,10 @@ func TestCloseSoon(t *testing.T) {
 		defer u.mu.Unlock()
 		return len(u.idle), u.open
 	}
-	event := func(path string) io.ReadCloser {
+	// closeSoon reads the stream's one event, hands its body to
+	// CloseSoon and then ends the caller's context, as a request handler
+	// does when it returns: the drain goes on without it.
+	closeSoon := func(path string, wait time.Duration) {
 		ctx, cancel := context.WithCancel(t.Context())
 		resp, err := u.Post(ctx, path, nil, nil)
 		require.NoError(t, err)
@@ -169,17 +172,17 @@ func TestCloseSoon(t *testing.T) {
 		_, err = io.ReadFull(resp.Body, ev)
 		require.NoError(t, err)
 		require.Equal(t, "data: {\"id\":1}\n\n", string(ev))
-		cancel() // the caller's request ends; the drain goes on
-		return resp.Body
+		CloseSoon(resp.Body, wait, 4096)
+		cancel()
 	}
 
 	for range 3 {
-		CloseSoon(event("/end"), time.Second, 4096)
+		closeSoon("/end", time.Second)
 		require.Eventually(t, func() bool { idle, open := state(); return idle == 1 && open == 1 }, 5*time.Second, time.Millisecond)
 	}
 	require.EqualValues(t, 1, conns.Load(), "a drained stream's connection is reused")
 
-	CloseSoon(event("/hold"), 10*time.Millisecond, 4096)
+	closeSoon("/hold", 10*time.Millisecond)
 	require.Eventually(t, func() bool { idle, open := state(); return idle == 0 && open == 0 }, 5*time.Second, time.Millisecond,
 		"a stream the server keeps open is closed after the wait")
 	_, body, err := func() (int, string, error) {
@@ -196,7 +199,7 @@ func TestCloseSoon(t *testing.T) {
 	require.EqualValues(t, 2, conns.Load())
 
 	// A reused connection carries no deadline of an earlier drain.
-	CloseSoon(event("/end"), 20*time.Millisecond, 4096)
+	closeSoon("/end", 20*time.Millisecond)
 	require.Eventually(t, func() bool { idle, _ := state(); return idle == 1 }, 5*time.Second, time.Millisecond)
 	time.Sleep(30 * time.Millisecond) // past the drain's deadline
 	resp, err := u.Post(t.Context(), "/end", nil, nil)
