@@ -3,11 +3,13 @@ package router
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/warden-dev/warden/app/events"
 	"github.com/warden-dev/warden/app/store"
+	"github.com/warden-dev/warden/app/yield"
 )
 
 // record is what one model call leaves behind: its routing decision, its
@@ -22,17 +24,28 @@ type record struct {
 // Recording off the request path. A model call answers as soon as the
 // provider has; its record goes into a queue that one writer drains every
 // flushEvery (or as soon as flushBatch records wait), in one transaction
-// per tenant. Under load hundreds of calls share a commit, and the
+// per tenant and txRecords records. Under load hundreds of calls share a commit, and the
 // request path never waits for the store. What this gives up: a process
 // that dies loses the records of at most the last flushEvery (the answers
 // were given, the decisions, events and charges of those calls are not
 // written); a graceful stop (Close) writes everything queued. Reads that
 // must see every decision (explain) call flush first, so a caller always
 // reads its own decisions back.
+//
+// The writer runs on the processors that serve the requests. While it
+// keeps up, it steps aside for them between its statements (package
+// yield): on one core, a batch written in one go held up every request
+// that arrived meanwhile, most of the router's tail latency.
+//
+// A transaction holds at most txRecords records: its commit writes every
+// page it changed in one go, without a chance to step aside for requests,
+// and a backlog of tens of thousands (after a burst) committed at once
+// held the processor for tens of milliseconds.
 const (
 	flushEvery = 50 * time.Millisecond
 	flushBatch = 512
 	queueSize  = 65536
+	txRecords  = 256
 )
 
 type recorder struct {
@@ -51,6 +64,9 @@ type recorder struct {
 	room   *sync.Cond
 	closed bool
 
+	// yield lets the writer step aside for requests (write).
+	yield *yield.Yielder
+
 	// kick wakes the writer (buffered: one wake-up stands for any number).
 	kick chan struct{}
 	// flushes asks the writer to write what is queued now and closes the
@@ -61,7 +77,7 @@ type recorder struct {
 }
 
 func newRecorder(st store.Store, bus *events.Bus, log *slog.Logger) *recorder {
-	r := &recorder{st: st, bus: bus, log: log, kick: make(chan struct{}, 1),
+	r := &recorder{st: st, bus: bus, log: log, yield: yield.New(), kick: make(chan struct{}, 1),
 		flushes: make(chan chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 	r.room = sync.NewCond(&r.mu)
 	go r.run()
@@ -139,6 +155,7 @@ func (r *recorder) close() {
 	r.mu.Unlock()
 	close(r.stop)
 	<-r.done
+	_ = r.yield.Close()
 }
 
 // run is the writer. Woken by the first record of an empty queue, it
@@ -191,8 +208,8 @@ func (r *recorder) drain() {
 	}
 }
 
-// write commits a batch, one transaction per tenant, and publishes the
-// events it wrote.
+// write commits a batch, one transaction per tenant and txRecords
+// records, and publishes the events it wrote.
 func (r *recorder) write(batch []*record) {
 	if len(batch) == 0 {
 		return
@@ -205,39 +222,53 @@ func (r *recorder) write(batch []*record) {
 		}
 		byTenant[rec.tenant] = append(byTenant[rec.tenant], rec)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	// Keeping up, the writer steps aside for requests between its
+	// statements; behind (a burst queued more than flushBatch), it does
+	// not, or requests would keep it behind until the queue is full.
+	ctx := context.Background()
+	if len(batch) <= flushBatch {
+		ctx = yield.NewContext(ctx, r.yield)
+	}
 	for _, tenant := range order {
-		recs := byTenant[tenant]
-		var published []events.Event
-		err := r.st.Update(ctx, tenant, func(ctx context.Context, tx store.Tx) error {
-			ds := make([]store.RouteDecision, 0, len(recs))
-			var evs []events.Event
-			var charges []store.UsageCharge
-			for _, rec := range recs {
-				ds = append(ds, rec.decision)
-				evs = append(evs, rec.events...)
-				charges = append(charges, rec.charges...)
-			}
-			if err := tx.RouteDecisionInsert(ctx, ds); err != nil {
+		for recs := range slices.Chunk(byTenant[tenant], txRecords) {
+			r.writeTenant(ctx, tenant, recs)
+		}
+	}
+}
+
+// writeTenant commits records of one tenant in one transaction and
+// publishes the events it wrote.
+func (r *recorder) writeTenant(ctx context.Context, tenant string, recs []*record) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var published []events.Event
+	err := r.st.Update(ctx, tenant, func(ctx context.Context, tx store.Tx) error {
+		ds := make([]store.RouteDecision, 0, len(recs))
+		var evs []events.Event
+		var charges []store.UsageCharge
+		for _, rec := range recs {
+			ds = append(ds, rec.decision)
+			evs = append(evs, rec.events...)
+			charges = append(charges, rec.charges...)
+		}
+		if err := tx.RouteDecisionInsert(ctx, ds); err != nil {
+			return err
+		}
+		if len(charges) > 0 {
+			if _, _, err := tx.UsageCharge(ctx, mergeCharges(charges)); err != nil {
 				return err
 			}
-			if len(charges) > 0 {
-				if _, _, err := tx.UsageCharge(ctx, mergeCharges(charges)); err != nil {
-					return err
-				}
-			}
-			var err error
-			published, err = tx.RouteEventsInsert(ctx, evs)
-			return err
-		})
-		if err != nil {
-			r.log.Error("model router: write records", "tenant", tenant, "records", len(recs), "err", err)
-			continue
 		}
-		for _, ev := range published {
-			r.bus.Publish(ev)
-		}
+		var err error
+		published, err = tx.RouteEventsInsert(ctx, evs)
+		return err
+	})
+	if err != nil {
+		r.log.Error("model router: write records", "tenant", tenant, "records", len(recs), "err", err)
+		return
+	}
+	for _, ev := range published {
+		r.bus.Publish(ev)
 	}
 }
 

@@ -3,13 +3,13 @@ package sqlite
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"strings"
 	"time"
 
 	"github.com/warden-dev/warden/app/events"
 	"github.com/warden-dev/warden/app/resource"
 	"github.com/warden-dev/warden/app/store"
+	"github.com/warden-dev/warden/app/yield"
 )
 
 // qInsertRouteDecision is prepared at Open: the model router's recorder
@@ -20,10 +20,12 @@ const qInsertRouteDecision = `INSERT INTO route_decisions (tenant_id, id, namesp
 // The router's recorder inserts its rows several to a statement: a
 // statement a row cost most of its time. Each size of routeInsertSizes
 // has its statement prepared at Open (parsing a many-row INSERT costs as
-// much as running it); a batch is cut greedily into those sizes. 64 rows
-// of 8 parameters are far below SQLite's limit of 32,766.
+// much as running it); a batch is cut greedily into those sizes. 16 rows
+// are some 50 µs of work, the most a request waits for the recorder to
+// step aside (insertRows); 16 rows of 8 parameters are far below SQLite's
+// limit of 32,766.
 var (
-	routeInsertSizes      = [...]int{64, 16, 4, 1}
+	routeInsertSizes      = [...]int{16, 4, 1}
 	qInsertRouteDecisions = multiRows(qInsertRouteDecision)
 	qInsertEvents         = multiRows(qInsertEvent)
 )
@@ -56,10 +58,12 @@ func multiRows(insert string) [len(routeInsertSizes)]string {
 // statement it yields its processor: SQLite runs in the caller's
 // goroutine, and a batch of a few hundred rows is milliseconds of work
 // that on one core would hold up every call waiting to run (Go preempts
-// a running goroutine only after 10 ms).
+// a running goroutine only after 10 ms). With a Yielder in ctx it lets in
+// the goroutines whose request or upstream answer has arrived too; without,
+// only those already runnable (runtime.Gosched; package yield).
 func (t *writeTx) insertRows(ctx context.Context, stmts *[len(routeInsertSizes)]string, width int, args []any) error {
 	for len(args) > 0 {
-		runtime.Gosched()
+		yield.Yield(ctx)
 		rows := len(args) / width
 		i := 0
 		for routeInsertSizes[i] > rows {
