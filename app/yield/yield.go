@@ -19,30 +19,52 @@ package yield
 import (
 	"context"
 	"runtime"
+	"sync/atomic"
+	"time"
 )
 
 // Yielder yields as the package comment says. Its zero value, or a nil
 // one, falls back to runtime.Gosched. It is safe for concurrent use.
 type Yielder struct {
 	p *poller
+	// quantum is the least time between two yields (New).
+	quantum time.Duration
+	// start is when the Yielder was made; last is the end of the last
+	// yield, as time since start (monotonic).
+	start time.Time
+	last  atomic.Int64
 }
 
-// New returns a Yielder. Where the platform has no eventfd, or the
+// New returns a Yielder that yields at most once every quantum: a call
+// sooner after the last yield returns at once. A yield is not free (with
+// the processor otherwise idle it can cost a hand-off between two
+// threads), and work that yields every few microseconds would pay that
+// many times over; a quantum bounds how long others wait for the work,
+// and what the yields cost it. Where the platform has no eventfd, or the
 // descriptor could not be had, it falls back to runtime.Gosched.
-func New() *Yielder {
-	p, err := newPoller()
-	if err != nil {
-		return &Yielder{}
+func New(quantum time.Duration) *Yielder {
+	y := &Yielder{quantum: quantum, start: time.Now()}
+	if p, err := newPoller(); err == nil {
+		y.p = p
 	}
-	return &Yielder{p: p}
+	return y
 }
 
 // Yield returns once every goroutine that was runnable, or had network
-// input waiting, when it was called has had its turn.
+// input waiting, when it was called has had its turn; or at once when the
+// last yield ended less than the quantum ago.
 func (y *Yielder) Yield() {
-	if y == nil || y.p == nil || !y.p.wait() {
+	if y == nil {
+		runtime.Gosched()
+		return
+	}
+	if y.quantum > 0 && time.Since(y.start)-time.Duration(y.last.Load()) < y.quantum {
+		return
+	}
+	if y.p == nil || !y.p.wait() {
 		runtime.Gosched()
 	}
+	y.last.Store(int64(time.Since(y.start)))
 }
 
 // Close releases the descriptor; Yield then falls back to

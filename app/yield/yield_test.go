@@ -79,7 +79,7 @@ func chunksPerRoundTrip(t *testing.T, step func()) int {
 }
 
 func TestYieldLetsNetworkInputIn(t *testing.T) {
-	y := yield.New()
+	y := yield.New(0)
 	defer y.Close()
 	got := chunksPerRoundTrip(t, y.Yield)
 	// Each side of the round trip waits at most for the chunk running
@@ -103,7 +103,7 @@ func TestYieldFallsBack(t *testing.T) {
 	var nilY *yield.Yielder
 	nilY.Yield()
 	(&yield.Yielder{}).Yield()
-	y := yield.New()
+	y := yield.New(0)
 	if err := y.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestYieldFallsBack(t *testing.T) {
 // TestYieldFromContext checks that Yield(ctx) uses the Yielder ctx
 // carries: with it, network input gets in between two chunks of work.
 func TestYieldFromContext(t *testing.T) {
-	y := yield.New()
+	y := yield.New(0)
 	defer y.Close()
 	ctx := yield.NewContext(context.Background(), y)
 	if got := chunksPerRoundTrip(t, func() { yield.Yield(ctx) }); got > 6 {
@@ -123,7 +123,7 @@ func TestYieldFromContext(t *testing.T) {
 }
 
 func TestYieldConcurrent(t *testing.T) {
-	y := yield.New()
+	y := yield.New(0)
 	defer y.Close()
 	done := make(chan struct{})
 	for range 8 {
@@ -139,8 +139,33 @@ func TestYieldConcurrent(t *testing.T) {
 	}
 }
 
+// TestYieldQuantum checks that a Yielder with a quantum yields at most
+// once a quantum: the calls in between return at once, and the first call
+// after it yields.
+func TestYieldQuantum(t *testing.T) {
+	y := yield.New(time.Hour)
+	defer y.Close()
+	y.Yield()
+	// Only a call that returns without waiting for the poller can run
+	// a million times in well under the hour.
+	start := time.Now()
+	for range 1_000_000 {
+		y.Yield()
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("a million calls within the quantum took %v", d)
+	}
+	short := yield.New(time.Millisecond)
+	defer short.Close()
+	short.Yield()
+	time.Sleep(2 * time.Millisecond)
+	if got := chunksPerRoundTrip(t, short.Yield); got > 20 {
+		t.Errorf("with a 1 ms quantum a round trip waited for %d chunks of 100 µs (median); want about 10 at most", got)
+	}
+}
+
 func BenchmarkYield(b *testing.B) {
-	y := yield.New()
+	y := yield.New(0)
 	defer y.Close()
 	for b.Loop() {
 		y.Yield()
