@@ -50,9 +50,33 @@ type RouterOptions struct {
 	// Trace, when set, is where the child writes an execution trace of
 	// the router's phase at HighRate.
 	Trace string
+	// Phases names the pairs of phases (direct and through the router)
+	// to run, from RouterPhases; empty runs them all.
+	Phases []string
 	// ChildArgs are the arguments that run this program as the child
 	// (ServeRouterChild); RunRouter adds --cpus and --store.
 	ChildArgs []string
+}
+
+// RouterPhases are the pairs of phases of RunRouter, in the order they
+// run: at LowRate (added p50), at HighRate (added p99), at saturation
+// (calls/s) and streamed (first chunk).
+var RouterPhases = []string{"low", "high", "saturation", "stream"}
+
+// CheckPhases returns an error naming the first of phases that is not one
+// of RouterPhases.
+func (o RouterOptions) CheckPhases() error {
+	for _, p := range o.Phases {
+		if !slices.Contains(RouterPhases, p) {
+			return fmt.Errorf("unknown phase %q: want some of %s", p, strings.Join(RouterPhases, ", "))
+		}
+	}
+	return nil
+}
+
+// runs reports whether phase (of RouterPhases) is to run.
+func (o RouterOptions) runs(phase string) bool {
+	return len(o.Phases) == 0 || slices.Contains(o.Phases, phase)
 }
 
 // WithDefaults fills in 500 and 2,000 calls/s, 200 streams/s, 10 s
@@ -311,23 +335,28 @@ func RunRouter(ctx context.Context, o RouterOptions, w io.Writer) ([]Result, err
 	if err != nil {
 		return nil, fmt.Errorf("warm-up to the provider: %w", err)
 	}
-	var out []Result
-	var gen []time.Duration
-	for _, ph := range []struct {
+	// out and gen hold a result for every phase, zero for those not run.
+	out := make([]Result, 8)
+	gen := make([]time.Duration, 8)
+	for i, ph := range []struct {
 		name    string
+		group   string
 		fn      func(context.Context) error
 		rate    int
 		capture string
 	}{
-		{fmt.Sprintf("direct, %d/s", o.LowRate), direct, o.LowRate, ""},
-		{fmt.Sprintf("router, %d/s", o.LowRate), routed, o.LowRate, ""},
-		{fmt.Sprintf("direct, %d/s", o.HighRate), direct, o.HighRate, ""},
-		{fmt.Sprintf("router, %d/s", o.HighRate), routed, o.HighRate, "trace " + o.Trace},
-		{"direct, saturation", direct, 0, ""},
-		{"router, saturation", routed, 0, "cpuprofile " + o.CPUProfile},
-		{fmt.Sprintf("direct stream, %d/s", o.StreamRate), streamFirst(0, prov+"/v1/chat/completions", ""), -o.StreamRate, ""},
-		{fmt.Sprintf("router stream, %d/s", o.StreamRate), streamFirst(1, rt+"/v1/chat/completions", token), -o.StreamRate, ""},
+		{fmt.Sprintf("direct, %d/s", o.LowRate), "low", direct, o.LowRate, ""},
+		{fmt.Sprintf("router, %d/s", o.LowRate), "low", routed, o.LowRate, ""},
+		{fmt.Sprintf("direct, %d/s", o.HighRate), "high", direct, o.HighRate, ""},
+		{fmt.Sprintf("router, %d/s", o.HighRate), "high", routed, o.HighRate, "trace " + o.Trace},
+		{"direct, saturation", "saturation", direct, 0, ""},
+		{"router, saturation", "saturation", routed, 0, "cpuprofile " + o.CPUProfile},
+		{fmt.Sprintf("direct stream, %d/s", o.StreamRate), "stream", streamFirst(0, prov+"/v1/chat/completions", ""), -o.StreamRate, ""},
+		{fmt.Sprintf("router stream, %d/s", o.StreamRate), "stream", streamFirst(1, rt+"/v1/chat/completions", token), -o.StreamRate, ""},
 	} {
+		if !o.runs(ph.group) {
+			continue
+		}
 		if _, path, _ := strings.Cut(ph.capture, " "); path != "" {
 			if _, err := ch.ask(ph.capture); err != nil {
 				return nil, err
@@ -354,7 +383,7 @@ func RunRouter(ctx context.Context, o RouterOptions, w io.Writer) ([]Result, err
 		default:
 			r = saturate(ctx, ph.fn, o.Concurrency, o.Duration)
 		}
-		gen = append(gen, processCPU()-own)
+		gen[i] = processCPU() - own
 		after, err := childCPU()
 		if err != nil {
 			return nil, err
@@ -366,7 +395,7 @@ func RunRouter(ctx context.Context, o RouterOptions, w io.Writer) ([]Result, err
 			}
 		}
 		r.Name = ph.name
-		out = append(out, r)
+		out[i] = r
 	}
 	scheme, _, _ := strings.Cut(o.Store, "://")
 	if scheme == "" {
@@ -377,7 +406,12 @@ func RunRouter(ctx context.Context, o RouterOptions, w io.Writer) ([]Result, err
 	fmt.Fprintf(w, "warm-up, not measured: %d calls through the router (%s), %d direct (%s)\n",
 		hello.WarmCalls, warmedNote(hello.Warmed), directWarm, warmedNote(directWarmed))
 	fmt.Fprintf(w, "%-24s %10s %10s %10s %10s %10s %10s %8s\n", "phase", "calls", "calls/s", "p50", "p99", "cpu/call", "gen/call", "errors")
+	var ran []Result
 	for i, r := range out {
+		if r.Name == "" {
+			continue
+		}
+		ran = append(ran, r)
 		g := time.Duration(0)
 		if r.Calls > 0 {
 			g = gen[i] / time.Duration(r.Calls)
@@ -385,11 +419,32 @@ func RunRouter(ctx context.Context, o RouterOptions, w io.Writer) ([]Result, err
 		fmt.Fprintf(w, "%-24s %10d %10.0f %10s %10s %10s %10s %8d\n", r.Name, r.Calls, r.PerSecond(), ms(r.P50), ms(r.P99), us(r.CPUPerCall()), us(g), r.Errors)
 	}
 	fmt.Fprintf(w, "cpu/call: the child's (provider; and router, with its recorder and store, through the router); gen/call: the load generator's\n")
-	fmt.Fprintf(w, "added p50 at %d/s: %s; added p99 at %d/s: %s; through the router at saturation: %.0f calls/s; first chunk added p50: %s (p99 %s)\n",
-		o.LowRate, us(out[1].P50-out[0].P50), o.HighRate, us(out[3].P99-out[2].P99), out[5].PerSecond(), us(out[7].P50-out[6].P50), us(out[7].P99-out[6].P99))
-	fmt.Fprintf(w, "router CPU per call: %s at saturation, %s at %d/s, %s at %d/s (the child's CPU per call through the router less the direct call's)\n",
-		us(out[5].CPUPerCall()-out[4].CPUPerCall()), us(out[1].CPUPerCall()-out[0].CPUPerCall()), o.LowRate, us(out[3].CPUPerCall()-out[2].CPUPerCall()), o.HighRate)
-	return out, nil
+	added := func(i int) time.Duration { return out[i+1].CPUPerCall() - out[i].CPUPerCall() }
+	var figures, cpu []string
+	if o.runs("low") {
+		figures = append(figures, fmt.Sprintf("added p50 at %d/s: %s", o.LowRate, us(out[1].P50-out[0].P50)))
+	}
+	if o.runs("high") {
+		figures = append(figures, fmt.Sprintf("added p99 at %d/s: %s", o.HighRate, us(out[3].P99-out[2].P99)))
+	}
+	if o.runs("saturation") {
+		figures = append(figures, fmt.Sprintf("through the router at saturation: %.0f calls/s", out[5].PerSecond()))
+		cpu = append(cpu, us(added(4))+" at saturation")
+	}
+	if o.runs("stream") {
+		figures = append(figures, fmt.Sprintf("first chunk added p50: %s (p99 %s)", us(out[7].P50-out[6].P50), us(out[7].P99-out[6].P99)))
+	}
+	if o.runs("low") {
+		cpu = append(cpu, fmt.Sprintf("%s at %d/s", us(added(0)), o.LowRate))
+	}
+	if o.runs("high") {
+		cpu = append(cpu, fmt.Sprintf("%s at %d/s", us(added(2)), o.HighRate))
+	}
+	fmt.Fprintf(w, "%s\n", strings.Join(figures, "; "))
+	if len(cpu) > 0 {
+		fmt.Fprintf(w, "router CPU per call: %s (the child's CPU per call through the router less the direct call's)\n", strings.Join(cpu, ", "))
+	}
+	return ran, nil
 }
 
 // chatPost sends a chat completion and checks the answer.

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -227,7 +228,8 @@ decided by policy, priced and recorded). It then sends the same non-streamed
 chat completion directly and through the router in the same run: at --low-rate
 calls per second (added p50), at --high-rate (added p99), at saturation with
 --concurrency closed-loop callers (calls/s), and a streamed answer at
---stream-rate (added time to the first chunk). The provider and the router
+--stream-rate (added time to the first chunk); --phases runs only some of
+those pairs. The provider and the router
 run in a child process pinned to the first --cpus CPUs (0: unpinned), sized
 as up sizes itself in a container of that many CPUs unless GOGC, GOMAXPROCS
 or WARDEN_GC_HEAP_FLOOR say otherwise (the collector's target and heap floor,
@@ -238,6 +240,9 @@ process is warmed by closed-loop callers until it has collected twice, so
 that its heap has grown to the goal it serves at (at most 30 s).`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.CheckPhases(); err != nil {
+				return usagef("%v", err)
+			}
 			if !child {
 				// The load generator collects as rarely as the server
 				// does, so that its collector delays the calls it times
@@ -276,6 +281,7 @@ that its heap has grown to the goal it serves at (at most 30 s).`,
 	f.IntVar(&o.CPUs, "cpus", 1, "pin the provider and router to this many CPUs, the load generator to the others; 0: unpinned")
 	f.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the router's saturation phase to this file (go tool pprof)")
 	f.StringVar(&o.Trace, "trace", "", "write an execution trace of the router's --high-rate phase to this file (go tool trace)")
+	f.StringSliceVar(&o.Phases, "phases", nil, "run only these pairs of phases (direct and through the router): "+strings.Join(bench.RouterPhases, ", ")+" (default all)")
 	f.BoolVar(&child, "serve-child", false, "serve the provider and router for the load generator (internal)")
 	_ = f.MarkHidden("serve-child")
 	return cmd
