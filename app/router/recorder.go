@@ -24,13 +24,13 @@ type record struct {
 // Recording off the request path. A model call answers as soon as the
 // provider has; its record goes into a queue that one writer drains every
 // flushEvery (or as soon as flushBatch records wait), in one transaction
-// per tenant and txRecords records. Under load hundreds of calls share a commit, and the
-// request path never waits for the store. What this gives up: a process
-// that dies loses the records of at most the last flushEvery (the answers
-// were given, the decisions, events and charges of those calls are not
-// written); a graceful stop (Close) writes everything queued. Reads that
-// must see every decision (explain) call flush first, so a caller always
-// reads its own decisions back.
+// per tenant and txRecords records. Under load hundreds of calls share a
+// commit, and the request path never waits for the store. What this
+// gives up: a process that dies loses the records of at most the last
+// flushEvery (the answers were given, the decisions, events and charges
+// of those calls are not written); a graceful stop (Close) writes
+// everything queued. Reads that must see every decision (explain) call
+// flush first, so a caller always reads its own decisions back.
 //
 // The writer runs on the processors that serve the requests. While it
 // keeps up, it steps aside for them between its statements (package
