@@ -335,10 +335,7 @@ func RunRouter(ctx context.Context, o RouterOptions, w io.Writer) ([]Result, err
 	if err != nil {
 		return nil, fmt.Errorf("warm-up to the provider: %w", err)
 	}
-	// out and gen hold a result for every phase, zero for those not run.
-	out := make([]Result, 8)
-	gen := make([]time.Duration, 8)
-	for i, ph := range []struct {
+	phases := []struct {
 		name    string
 		group   string
 		fn      func(context.Context) error
@@ -353,7 +350,11 @@ func RunRouter(ctx context.Context, o RouterOptions, w io.Writer) ([]Result, err
 		{"router, saturation", "saturation", routed, 0, "cpuprofile " + o.CPUProfile},
 		{fmt.Sprintf("direct stream, %d/s", o.StreamRate), "stream", streamFirst(0, prov+"/v1/chat/completions", ""), -o.StreamRate, ""},
 		{fmt.Sprintf("router stream, %d/s", o.StreamRate), "stream", streamFirst(1, rt+"/v1/chat/completions", token), -o.StreamRate, ""},
-	} {
+	}
+	// out and gen hold a result for every phase, zero for those not run.
+	out := make([]Result, len(phases))
+	gen := make([]time.Duration, len(phases))
+	for i, ph := range phases {
 		if !o.runs(ph.group) {
 			continue
 		}

@@ -36,22 +36,22 @@ func newPoller() (*poller, error) {
 // (an edge reported before that would be forgotten). It reports false
 // when the descriptor failed; it then did not wait.
 func (p *poller) wait() bool {
-	one := binary.NativeEndian.AppendUint64(nil, 1)
-	var buf [8]byte
-	woken, ok := false, true
+	var one, buf [8]byte
+	binary.NativeEndian.PutUint64(one[:], 1)
+	written, ok := false, true
 	err := p.rc.Read(func(fd uintptr) bool {
-		if woken {
+		if written {
 			// Drained: done. EAGAIN would mean the count is gone
 			// without a read of ours: write it again and wait.
 			if _, err := unix.Read(int(fd), buf[:]); err != unix.EAGAIN {
 				return true
 			}
 		}
-		if _, err := unix.Write(int(fd), one); err != nil {
+		if _, err := unix.Write(int(fd), one[:]); err != nil {
 			ok = false
 			return true
 		}
-		woken = true
+		written = true
 		return false
 	})
 	return ok && err == nil
